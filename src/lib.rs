@@ -1,0 +1,1 @@
+//! cuda-upgrade: moves GPU nodes from one CUDA software stack to another.
