@@ -1,0 +1,74 @@
+//! Command-line definitions (clap derive): flags and their `--help` text only.
+//!
+//! Nothing here acts on a flag; `commands` turns these into work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Moves GPU nodes from one CUDA software stack to another, from a pinned manifest.
+#[derive(Debug, Parser)]
+#[command(name = "upgrade", version, about, long_about = None)]
+#[command(after_help = "Exit status: 0 success; 1 a node or a verification failed; 2 invalid input; 3 the manifest cannot be resolved.")]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check manifests: schema, specifiers, paths, references. Exit 2 with every located error.
+    Validate(ValidateArgs),
+    /// Semantic diff of two manifests for a pull-request reviewer.
+    Diff(DiffArgs),
+}
+
+/// `upgrade validate MANIFEST...`
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Manifest files, e.g. `manifests/*.yaml`.
+    #[arg(required = true, value_name = "MANIFEST")]
+    pub manifests: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
+    pub format: ValidateFormat,
+}
+
+/// Output of `validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ValidateFormat {
+    /// `file:line:column: message` lines.
+    Text,
+    /// One JSON document with every diagnostic.
+    Json,
+}
+
+/// `upgrade diff OLD NEW`
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The old manifest: a path, or `REV:PATH` read from git (e.g. `origin/main:manifests/x.yaml`).
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The new manifest: a path, or `REV:PATH`.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Output format; markdown is ready to paste into a pull-request comment.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Exit 1 when the manifests differ (like `git diff --exit-code`).
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+/// Output of `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// For a terminal.
+    Text,
+    /// For a pull-request comment.
+    Markdown,
+    /// For machines.
+    Json,
+}

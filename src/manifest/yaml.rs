@@ -1,0 +1,265 @@
+//! A YAML document as a tree of nodes that remember where they were written.
+//!
+//! The manifest loader walks this tree instead of deserializing with serde, so that it
+//! can report every problem of a file at once, each with its `file:line:column`, and
+//! reject duplicate keys (which YAML parsers silently resolve to the last one).
+//! This module owns syntax only; what the keys mean is `manifest::load`'s job.
+
+use std::fmt;
+
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+/// A position in a source file, 1-based, e.g. `12:5`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Span {
+    /// Line, starting at 1.
+    pub line: usize,
+    /// Column, starting at 1.
+    pub column: usize,
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+impl From<Marker> for Span {
+    fn from(marker: Marker) -> Self {
+        // yaml-rust2 counts lines from 1 and columns from 0.
+        Self {
+            line: marker.line(),
+            column: marker.col() + 1,
+        }
+    }
+}
+
+/// A scalar as written: its text and whether it was quoted (quoted scalars are strings).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scalar {
+    /// The text after YAML unescaping, e.g. `==2.9.1+cu130`.
+    pub text: String,
+    /// `true` for `'…'`, `"…"`, `|` and `>` scalars.
+    pub quoted: bool,
+}
+
+/// One node of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeKind {
+    /// A plain or quoted scalar.
+    Scalar(Scalar),
+    /// A sequence of nodes.
+    Sequence(Vec<Node>),
+    /// A mapping; keys keep their own spans and their order.
+    Mapping(Vec<(Key, Node)>),
+}
+
+/// A mapping key, e.g. `torch` at `14:3`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    /// The key's text.
+    pub text: String,
+    /// Where the key was written.
+    pub span: Span,
+}
+
+/// A node with the position of its first character.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// What the node holds.
+    pub kind: NodeKind,
+    /// Where the node starts.
+    pub span: Span,
+}
+
+impl Node {
+    /// The YAML type name as an error message would say it, e.g. `a mapping`.
+    pub fn type_name(&self) -> &'static str {
+        match &self.kind {
+            NodeKind::Scalar(scalar) if !scalar.quoted && is_null(&scalar.text) => "null",
+            NodeKind::Scalar(_) => "a scalar",
+            NodeKind::Sequence(_) => "a sequence",
+            NodeKind::Mapping(_) => "a mapping",
+        }
+    }
+
+    /// `true` for an unquoted `~`, `null` or empty scalar.
+    pub fn is_null(&self) -> bool {
+        matches!(&self.kind, NodeKind::Scalar(scalar) if !scalar.quoted && is_null(&scalar.text))
+    }
+}
+
+fn is_null(text: &str) -> bool {
+    matches!(text, "" | "~" | "null" | "Null" | "NULL")
+}
+
+/// A problem found while reading YAML syntax, e.g. a duplicate key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxProblem {
+    /// Where it is.
+    pub span: Span,
+    /// What is wrong, e.g. ``duplicate key `torch` (first defined at 12:3)``.
+    pub message: String,
+}
+
+/// Parse one YAML document. Returns the root (`None` for an empty document) and the
+/// problems found; a scanner error stops parsing, duplicate keys and aliases do not.
+pub fn parse(source: &str) -> (Option<Node>, Vec<SyntaxProblem>) {
+    let mut builder = TreeBuilder::default();
+    let mut parser = Parser::new_from_str(source);
+    if let Err(error) = parser.load(&mut builder, false) {
+        builder.problems.push(SyntaxProblem {
+            span: Span::from(*error.marker()),
+            message: format!("invalid YAML: {}", error.info()),
+        });
+        return (None, builder.problems);
+    }
+    (builder.root, builder.problems)
+}
+
+enum Frame {
+    Sequence(Span, Vec<Node>),
+    Mapping(Span, Vec<(Key, Node)>, Option<Key>),
+}
+
+#[derive(Default)]
+struct TreeBuilder {
+    stack: Vec<Frame>,
+    root: Option<Node>,
+    problems: Vec<SyntaxProblem>,
+    documents: usize,
+}
+
+impl TreeBuilder {
+    fn push_node(&mut self, node: Node) {
+        match self.stack.last_mut() {
+            None => {
+                if self.root.is_none() {
+                    self.root = Some(node);
+                }
+            }
+            Some(Frame::Sequence(_, items)) => items.push(node),
+            Some(Frame::Mapping(_, entries, pending)) => match pending.take() {
+                None => {
+                    let text = match &node.kind {
+                        NodeKind::Scalar(scalar) => scalar.text.clone(),
+                        _ => {
+                            self.problems.push(SyntaxProblem {
+                                span: node.span,
+                                message: "expected a plain key, found a complex key".to_string(),
+                            });
+                            String::new()
+                        }
+                    };
+                    if let Some((first, _)) = entries.iter().find(|(key, _)| key.text == text) {
+                        self.problems.push(SyntaxProblem {
+                            span: node.span,
+                            message: format!(
+                                "duplicate key `{text}` (first defined at {})",
+                                first.span
+                            ),
+                        });
+                    }
+                    *pending = Some(Key {
+                        text,
+                        span: node.span,
+                    });
+                }
+                Some(key) => entries.push((key, node)),
+            },
+        }
+    }
+}
+
+impl MarkedEventReceiver for TreeBuilder {
+    fn on_event(&mut self, event: Event, marker: Marker) {
+        let span = Span::from(marker);
+        match event {
+            Event::DocumentStart => {
+                self.documents += 1;
+                if self.documents == 2 {
+                    self.problems.push(SyntaxProblem {
+                        span,
+                        message: "expected one YAML document, found a second one".to_string(),
+                    });
+                }
+            }
+            Event::Scalar(text, style, _, _) => self.push_node(Node {
+                kind: NodeKind::Scalar(Scalar {
+                    text,
+                    quoted: style != TScalarStyle::Plain,
+                }),
+                span,
+            }),
+            Event::Alias(_) => {
+                self.problems.push(SyntaxProblem {
+                    span,
+                    message: "YAML aliases are not supported in manifests; write the value out"
+                        .to_string(),
+                });
+                self.push_node(Node {
+                    kind: NodeKind::Scalar(Scalar {
+                        text: String::new(),
+                        quoted: false,
+                    }),
+                    span,
+                });
+            }
+            Event::SequenceStart(_, _) => self.stack.push(Frame::Sequence(span, Vec::new())),
+            Event::MappingStart(_, _) => self.stack.push(Frame::Mapping(span, Vec::new(), None)),
+            Event::SequenceEnd | Event::MappingEnd => {
+                let node = match self.stack.pop() {
+                    Some(Frame::Sequence(span, items)) => Node {
+                        kind: NodeKind::Sequence(items),
+                        span,
+                    },
+                    Some(Frame::Mapping(span, entries, _)) => Node {
+                        kind: NodeKind::Mapping(entries),
+                        span,
+                    },
+                    None => return,
+                };
+                self.push_node(node);
+            }
+            Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_one_based() {
+        let (root, problems) = parse("a: 1\nb:\n  c: 'x'\n");
+        assert!(problems.is_empty());
+        let NodeKind::Mapping(entries) = root.unwrap().kind else {
+            panic!("not a mapping")
+        };
+        assert_eq!(entries[0].0.span, Span { line: 1, column: 1 });
+        assert_eq!(entries[0].1.span, Span { line: 1, column: 4 });
+        let NodeKind::Mapping(inner) = &entries[1].1.kind else {
+            panic!("not a mapping")
+        };
+        assert_eq!(inner[0].0.span, Span { line: 3, column: 3 });
+        assert!(matches!(&inner[0].1.kind, NodeKind::Scalar(s) if s.quoted && s.text == "x"));
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported_where_repeated() {
+        let (_, problems) = parse("a: 1\nb: 2\na: 3\n");
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].span, Span { line: 3, column: 1 });
+        assert!(problems[0].message.contains("first defined at 1:1"));
+    }
+
+    #[test]
+    fn scanner_errors_are_located() {
+        let (root, problems) = parse("a: [1, 2\n");
+        assert!(root.is_none());
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].message.starts_with("invalid YAML"));
+    }
+}

@@ -1,0 +1,92 @@
+//! Rendering results for people and machines: text, markdown and JSON.
+//!
+//! Every manifest value passes through one of the escapers here before it reaches
+//! output, so a value can never forge a line, a terminal escape sequence or markdown.
+
+pub mod diff;
+pub mod validate;
+
+use std::error::Error;
+use std::fmt::Write;
+
+/// Render an error and its `#[source]` chain, one cause per line, e.g.
+/// `Failed to parse rule file ...\n  caused by: ...`.
+pub fn error_chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let _ = write!(text, "\n  caused by: {cause}");
+        source = cause.source();
+    }
+    text
+}
+
+/// Escape control characters so a value stays on its line, e.g. `a\nb` → `a\\nb`.
+pub fn text_value(value: &str) -> String {
+    let mut escaped = String::with_capacity(value.len());
+    for ch in value.chars() {
+        match ch {
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\t' => escaped.push_str("\\t"),
+            c if c.is_control() => {
+                let _ = write!(escaped, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+/// A markdown code span that shows `value` literally, whatever backticks it holds.
+pub fn markdown_code(value: &str) -> String {
+    let value = text_value(value);
+    let longest_run = value
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat(longest_run + 1);
+    let pad = if value.starts_with('`') || value.ends_with('`') || value.is_empty() { " " } else { "" };
+    format!("{fence}{pad}{value}{pad}{fence}")
+}
+
+/// Markdown prose that shows `value` literally: ASCII punctuation backslash-escaped
+/// (CommonMark allows it for every ASCII punctuation character), `<` and `>` as entities.
+pub fn markdown_text(value: &str) -> String {
+    let value = text_value(value);
+    let mut escaped = String::with_capacity(value.len());
+    for ch in value.chars() {
+        match ch {
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '&' => escaped.push_str("&amp;"),
+            c if c.is_ascii_punctuation() => {
+                escaped.push('\\');
+                escaped.push(c);
+            }
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_spans_survive_backticks() {
+        assert_eq!(markdown_code("==2.9.1"), "`==2.9.1`");
+        assert_eq!(markdown_code("a`b"), "``a`b``");
+        assert_eq!(markdown_code("`x`"), "`` `x` ``");
+        assert_eq!(markdown_code("a\nb"), "`a\\nb`");
+    }
+
+    #[test]
+    fn prose_is_inert() {
+        assert_eq!(markdown_text("<img src=x>"), "&lt;img src\\=x&gt;");
+        assert_eq!(markdown_text("**bold** [link](u)"), "\\*\\*bold\\*\\* \\[link\\]\\(u\\)");
+        assert_eq!(text_value("a\u{1b}[31mred"), "a\\u{1b}[31mred");
+    }
+}

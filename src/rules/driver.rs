@@ -1,0 +1,138 @@
+//! CUDA toolkit → minimum Linux driver, from `manifests/rules/cuda-driver.yaml`.
+
+use serde::Deserialize;
+
+use super::error::RulesError;
+use crate::cuda::{CudaVersion, DriverVersion};
+
+/// The rule file, as embedded in the binary.
+pub const CUDA_DRIVER_FILE: &str = "manifests/rules/cuda-driver.yaml";
+const CUDA_DRIVER_YAML: &str = include_str!("../../manifests/rules/cuda-driver.yaml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DriverFile {
+    schema: u32,
+    driver_minimums: Vec<DriverMinimum>,
+}
+
+/// One row: a toolkit release and the driver it needs, with where that is documented.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverMinimum {
+    /// e.g. `13.0.1`.
+    pub toolkit: CudaVersion,
+    /// e.g. `580.82.07`.
+    pub driver: DriverVersion,
+    /// e.g. NVIDIA's release notes, table 3.
+    pub source: String,
+}
+
+/// The driver a toolkit needs, and how exact the answer is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DriverRequirement {
+    /// The row that applies.
+    pub rule: DriverMinimum,
+    /// `false` when the toolkit itself is not listed and the nearest earlier update of
+    /// its release line was used (a later update never needs an older driver).
+    pub exact: bool,
+}
+
+/// The table of driver minimums, ordered by toolkit version.
+#[derive(Debug, Clone)]
+pub struct DriverTable {
+    rows: Vec<DriverMinimum>,
+}
+
+impl DriverTable {
+    /// The table shipped in the binary.
+    pub fn embedded() -> Result<Self, RulesError> {
+        Self::parse(CUDA_DRIVER_YAML, CUDA_DRIVER_FILE)
+    }
+
+    /// Parse a rule file's text.
+    pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        let parsed: DriverFile = serde_yaml_ng::from_str(text).map_err(|source| RulesError::Parse {
+            file: file.to_string(),
+            source,
+        })?;
+        if parsed.schema != 1 {
+            return Err(RulesError::Invalid {
+                file: file.to_string(),
+                message: format!("unsupported schema `{}`", parsed.schema),
+            });
+        }
+        let mut rows = parsed.driver_minimums;
+        rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
+        for pair in rows.windows(2) {
+            if pair[0].toolkit == pair[1].toolkit {
+                return Err(RulesError::Invalid {
+                    file: file.to_string(),
+                    message: format!("toolkit `{}` is listed twice", pair[0].toolkit),
+                });
+            }
+        }
+        Ok(Self { rows })
+    }
+
+    /// The minimum driver for `toolkit`, e.g. 13.0.1 → 580.82.07.
+    ///
+    /// An unlisted update (13.0.3) uses the latest listed update of its release line
+    /// at or below it and says so (`exact: false`); an unlisted release line gives `None`.
+    pub fn minimum_for(&self, toolkit: &CudaVersion) -> Option<DriverRequirement> {
+        let line = toolkit.release();
+        let row = self
+            .rows
+            .iter()
+            .rev()
+            .find(|row| row.toolkit.release() == line && row.toolkit <= *toolkit)?;
+        Some(DriverRequirement {
+            exact: row.toolkit == *toolkit,
+            rule: row.clone(),
+        })
+    }
+
+    /// All rows, ordered by toolkit version.
+    pub fn rows(&self) -> &[DriverMinimum] {
+        &self.rows
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> DriverTable {
+        DriverTable::embedded().unwrap()
+    }
+
+    #[test]
+    fn seed_minimums() {
+        let cases = [
+            ("13.0", "580.65.06"),
+            ("13.0.1", "580.82.07"),
+            ("13.0.2", "580.95.05"),
+            ("12.8", "570.26"),
+            ("12.8.1", "570.124.06"),
+            ("12.9", "575.51.03"),
+        ];
+        for (toolkit, driver) in cases {
+            let found = table().minimum_for(&toolkit.parse().unwrap()).unwrap();
+            assert!(found.exact, "{toolkit}");
+            assert_eq!(found.rule.driver.to_string(), driver, "{toolkit}");
+        }
+    }
+
+    #[test]
+    fn unlisted_update_uses_its_release_line() {
+        let found = table().minimum_for(&"13.0.3".parse().unwrap()).unwrap();
+        assert!(!found.exact);
+        assert_eq!(found.rule.driver.to_string(), "580.95.05");
+        assert!(table().minimum_for(&"11.8".parse().unwrap()).is_none());
+    }
+
+    #[test]
+    fn every_row_has_a_source() {
+        assert!(table().rows().iter().all(|row| row.source.starts_with("https://")));
+    }
+}
