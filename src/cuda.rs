@@ -18,7 +18,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CudaValueError {
     /// e.g. `13` or `13.x` given for a toolkit version.
-    #[error("`{value}` is not a CUDA version (expected `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, e.g. `13.0.1`)")]
+    #[error(
+        "`{value}` is not a CUDA version (expected `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`, e.g. `13.0.1`)"
+    )]
     CudaVersion { value: String },
     /// e.g. `580` given for a driver version.
     #[error("`{value}` is not a driver version (expected `MAJOR.MINOR[.PATCH]`, e.g. `580.82.07`)")]
@@ -121,9 +123,10 @@ impl std::hash::Hash for CudaVersion {
 impl FromStr for CudaVersion {
     type Err = CudaValueError;
     fn from_str(value: &str) -> Result<Self, Self::Err> {
-        let parts = parse_dotted(value.trim(), 2, 3).ok_or_else(|| CudaValueError::CudaVersion {
-            value: value.to_string(),
-        })?;
+        let parts =
+            parse_dotted(value.trim(), 2, 3).ok_or_else(|| CudaValueError::CudaVersion {
+                value: value.to_string(),
+            })?;
         Ok(Self::new(parts[0], parts[1], parts.get(2).copied()))
     }
 }

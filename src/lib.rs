@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod commands;
 pub mod cuda;
+pub mod index;
 pub mod manifest;
 pub mod printer;
 pub mod report;

@@ -12,7 +12,11 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
-            let status = if error.use_stderr() { ExitStatus::InvalidInput } else { ExitStatus::Success };
+            let status = if error.use_stderr() {
+                ExitStatus::InvalidInput
+            } else {
+                ExitStatus::Success
+            };
             // clap renders help, version and usage errors itself.
             let _ = error.print();
             return status.into();

@@ -154,7 +154,16 @@ mod tests {
     fn split_reads_quotes_without_expanding() {
         assert_eq!(
             split("python3 -m sglang.launch_server --tp 8 --name 'a b' \"$HOME\"").unwrap(),
-            ["python3", "-m", "sglang.launch_server", "--tp", "8", "--name", "a b", "$HOME"]
+            [
+                "python3",
+                "-m",
+                "sglang.launch_server",
+                "--tp",
+                "8",
+                "--name",
+                "a b",
+                "$HOME"
+            ]
         );
         assert_eq!(split("a \\\n b").unwrap(), ["a", "b"]);
         assert!(split("a 'b").is_err());

@@ -19,5 +19,9 @@ pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         DiffFormat::Json => report::diff::json(&diff),
     };
     printer.out(&text).map_err(CommandError::Output)?;
-    Ok(if args.exit_code && !diff.is_empty() { ExitStatus::Failure } else { ExitStatus::Success })
+    Ok(if args.exit_code && !diff.is_empty() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
 }

@@ -96,8 +96,12 @@ impl VersionDirection {
             Self::Upgrade => "upgrade".to_string(),
             Self::Downgrade => "downgrade".to_string(),
             Self::VariantChange { from, to } => format!("variant change: {from} → {to}"),
-            Self::UpgradeAndVariantChange { from, to } => format!("upgrade, variant change: {from} → {to}"),
-            Self::DowngradeAndVariantChange { from, to } => format!("downgrade, variant change: {from} → {to}"),
+            Self::UpgradeAndVariantChange { from, to } => {
+                format!("upgrade, variant change: {from} → {to}")
+            }
+            Self::DowngradeAndVariantChange { from, to } => {
+                format!("downgrade, variant change: {from} → {to}")
+            }
         }
     }
 }
@@ -166,13 +170,39 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn push(&mut self, section: Section, subject: impl Into<String>, change: Change, notes: Vec<String>) {
-        self.entries.push(DiffEntry { section, subject: subject.into(), change, notes });
+    fn push(
+        &mut self,
+        section: Section,
+        subject: impl Into<String>,
+        change: Change,
+        notes: Vec<String>,
+    ) {
+        self.entries.push(DiffEntry {
+            section,
+            subject: subject.into(),
+            change,
+            notes,
+        });
     }
 
-    fn compare(&mut self, section: Section, subject: &str, old: Option<String>, new: Option<String>) {
+    fn compare(
+        &mut self,
+        section: Section,
+        subject: &str,
+        old: Option<String>,
+        new: Option<String>,
+    ) {
         match (old, new) {
-            (Some(old), Some(new)) if old != new => self.push(section, subject, Change::Changed { old, new, direction: None }, Vec::new()),
+            (Some(old), Some(new)) if old != new => self.push(
+                section,
+                subject,
+                Change::Changed {
+                    old,
+                    new,
+                    direction: None,
+                },
+                Vec::new(),
+            ),
             (Some(old), None) => self.push(section, subject, Change::Removed { old }, Vec::new()),
             (None, Some(new)) => self.push(section, subject, Change::Added { new }, Vec::new()),
             _ => {}
@@ -181,51 +211,135 @@ impl Builder<'_> {
 }
 
 /// Diff `old` against `new`; `old_name` and `new_name` label the output.
-pub fn diff(old: &Manifest, new: &Manifest, old_name: &str, new_name: &str, drivers: &DriverTable) -> ManifestDiff {
-    let mut builder = Builder { entries: Vec::new(), drivers };
+pub fn diff(
+    old: &Manifest,
+    new: &Manifest,
+    old_name: &str,
+    new_name: &str,
+    drivers: &DriverTable,
+) -> ManifestDiff {
+    let mut builder = Builder {
+        entries: Vec::new(),
+        drivers,
+    };
     diff_manifest(&mut builder, old, new);
     diff_target(&mut builder, &old.target, &new.target);
     diff_toolkit(&mut builder, old.toolkit.as_ref(), new.toolkit.as_ref());
     diff_indexes(&mut builder, &old.indexes, &new.indexes);
     diff_packages(&mut builder, old, new);
-    diff_pins(&mut builder, Section::Overrides, &old.overrides, &new.overrides);
-    diff_pins(&mut builder, Section::Constraints, &old.constraints, &new.constraints);
+    diff_pins(
+        &mut builder,
+        Section::Overrides,
+        &old.overrides,
+        &new.overrides,
+    );
+    diff_pins(
+        &mut builder,
+        Section::Constraints,
+        &old.constraints,
+        &new.constraints,
+    );
     diff_ldconfig(&mut builder, old.ldconfig.as_ref(), new.ldconfig.as_ref());
     diff_env(&mut builder, &old.env, &new.env);
     diff_verify(&mut builder, old.verify.as_ref(), new.verify.as_ref());
     let mut entries = builder.entries;
     entries.sort_by_key(|entry| entry.section);
-    ManifestDiff { old: old_name.to_string(), new: new_name.to_string(), entries }
+    ManifestDiff {
+        old: old_name.to_string(),
+        new: new_name.to_string(),
+        entries,
+    }
 }
 
 fn diff_manifest(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
-    b.compare(Section::Manifest, "name", Some(old.name.clone()), Some(new.name.clone()));
-    b.compare(Section::Manifest, "description", old.description.clone(), new.description.clone());
-    b.compare(Section::Manifest, "upgrade", old.upgrade.as_ref().map(ToString::to_string), new.upgrade.as_ref().map(ToString::to_string));
+    b.compare(
+        Section::Manifest,
+        "name",
+        Some(old.name.clone()),
+        Some(new.name.clone()),
+    );
+    b.compare(
+        Section::Manifest,
+        "description",
+        old.description.clone(),
+        new.description.clone(),
+    );
+    b.compare(
+        Section::Manifest,
+        "upgrade",
+        old.upgrade.as_ref().map(ToString::to_string),
+        new.upgrade.as_ref().map(ToString::to_string),
+    );
 }
 
 fn diff_target(b: &mut Builder<'_>, old: &Target, new: &Target) {
     let path = |p: &std::path::Path| p.display().to_string();
-    b.compare(Section::Target, "target.python", Some(path(&old.python)), Some(path(&new.python)));
-    b.compare(Section::Target, "target.base_python", old.base_python.as_deref().map(path), new.base_python.as_deref().map(path));
-    b.compare(Section::Target, "target.python_version", old.python_version.clone(), new.python_version.clone());
-    b.compare(Section::Target, "target.glibc", old.glibc.clone(), new.glibc.clone());
-    b.compare(Section::Target, "target.driver", old.driver.as_ref().map(ToString::to_string), new.driver.as_ref().map(ToString::to_string));
-    let archs = |t: &Target| t.gpu_arch.iter().map(ToString::to_string).collect::<BTreeSet<_>>();
+    b.compare(
+        Section::Target,
+        "target.python",
+        Some(path(&old.python)),
+        Some(path(&new.python)),
+    );
+    b.compare(
+        Section::Target,
+        "target.base_python",
+        old.base_python.as_deref().map(path),
+        new.base_python.as_deref().map(path),
+    );
+    b.compare(
+        Section::Target,
+        "target.python_version",
+        old.python_version.clone(),
+        new.python_version.clone(),
+    );
+    b.compare(
+        Section::Target,
+        "target.glibc",
+        old.glibc.clone(),
+        new.glibc.clone(),
+    );
+    b.compare(
+        Section::Target,
+        "target.driver",
+        old.driver.as_ref().map(ToString::to_string),
+        new.driver.as_ref().map(ToString::to_string),
+    );
+    let archs = |t: &Target| {
+        t.gpu_arch
+            .iter()
+            .map(ToString::to_string)
+            .collect::<BTreeSet<_>>()
+    };
     let (old_archs, new_archs) = (archs(old), archs(new));
     for arch in new_archs.difference(&old_archs) {
-        b.push(Section::Target, "target.gpu_arch", Change::Added { new: arch.clone() }, Vec::new());
+        b.push(
+            Section::Target,
+            "target.gpu_arch",
+            Change::Added { new: arch.clone() },
+            Vec::new(),
+        );
     }
     for arch in old_archs.difference(&new_archs) {
-        b.push(Section::Target, "target.gpu_arch", Change::Removed { old: arch.clone() }, Vec::new());
+        b.push(
+            Section::Target,
+            "target.gpu_arch",
+            Change::Removed { old: arch.clone() },
+            Vec::new(),
+        );
     }
 }
 
 fn driver_note(drivers: &DriverTable, toolkit: &Toolkit) -> String {
     match drivers.minimum_for(&toolkit.version) {
         Some(found) if found.exact => format!("needs driver ≥ {}", found.rule.driver),
-        Some(found) => format!("needs driver ≥ {} (from the {} row; {} is not in the table)", found.rule.driver, found.rule.toolkit, toolkit.version),
-        None => format!("no driver minimum known for CUDA {}: add it to `manifests/rules/cuda-driver.yaml`", toolkit.version),
+        Some(found) => format!(
+            "needs driver ≥ {} (from the {} row; {} is not in the table)",
+            found.rule.driver, found.rule.toolkit, toolkit.version
+        ),
+        None => format!(
+            "no driver minimum known for CUDA {}: add it to `manifests/rules/cuda-driver.yaml`",
+            toolkit.version
+        ),
     }
 }
 
@@ -233,18 +347,52 @@ fn diff_toolkit(b: &mut Builder<'_>, old: Option<&Toolkit>, new: Option<&Toolkit
     match (old, new) {
         (None, None) => {}
         (Some(old), None) => {
-            let notes = vec![format!("prefix `{}` is no longer managed", old.prefix.display())];
-            b.push(Section::Toolkit, "toolkit", Change::Removed { old: old.version.to_string() }, notes);
+            let notes = vec![format!(
+                "prefix `{}` is no longer managed",
+                old.prefix.display()
+            )];
+            b.push(
+                Section::Toolkit,
+                "toolkit",
+                Change::Removed {
+                    old: old.version.to_string(),
+                },
+                notes,
+            );
         }
         (None, Some(new)) => {
-            let notes = vec![driver_note(b.drivers, new), format!("installed into `{}` by {}", new.prefix.display(), new.installer)];
-            b.push(Section::Toolkit, "toolkit", Change::Added { new: new.version.to_string() }, notes);
+            let notes = vec![
+                driver_note(b.drivers, new),
+                format!(
+                    "installed into `{}` by {}",
+                    new.prefix.display(),
+                    new.installer
+                ),
+            ];
+            b.push(
+                Section::Toolkit,
+                "toolkit",
+                Change::Added {
+                    new: new.version.to_string(),
+                },
+                notes,
+            );
         }
         (Some(old), Some(new)) => {
             if old.version != new.version {
-                let direction = if new.version > old.version { VersionDirection::Upgrade } else { VersionDirection::Downgrade };
-                let old_minimum = b.drivers.minimum_for(&old.version).map(|found| found.rule.driver.to_string());
-                let new_minimum = b.drivers.minimum_for(&new.version).map(|found| found.rule.driver.to_string());
+                let direction = if new.version > old.version {
+                    VersionDirection::Upgrade
+                } else {
+                    VersionDirection::Downgrade
+                };
+                let old_minimum = b
+                    .drivers
+                    .minimum_for(&old.version)
+                    .map(|found| found.rule.driver.to_string());
+                let new_minimum = b
+                    .drivers
+                    .minimum_for(&new.version)
+                    .map(|found| found.rule.driver.to_string());
                 let mut notes = Vec::new();
                 match (old_minimum, new_minimum) {
                     (Some(old_minimum), Some(new_minimum)) if old_minimum != new_minimum => {
@@ -258,28 +406,81 @@ fn diff_toolkit(b: &mut Builder<'_>, old: Option<&Toolkit>, new: Option<&Toolkit
                         old.version.major(), old.version.major(), old.version.major(), new.version.major()
                     ));
                 }
-                b.push(Section::Toolkit, "toolkit.version", Change::Changed { old: old.version.to_string(), new: new.version.to_string(), direction: Some(direction) }, notes);
+                b.push(
+                    Section::Toolkit,
+                    "toolkit.version",
+                    Change::Changed {
+                        old: old.version.to_string(),
+                        new: new.version.to_string(),
+                        direction: Some(direction),
+                    },
+                    notes,
+                );
             }
             let path = |p: &std::path::Path| p.display().to_string();
-            b.compare(Section::Toolkit, "toolkit.prefix", Some(path(&old.prefix)), Some(path(&new.prefix)));
-            b.compare(Section::Toolkit, "toolkit.installer", Some(old.installer.to_string()), Some(new.installer.to_string()));
-            b.compare(Section::Toolkit, "toolkit.source.url", old.source.as_ref().map(|s| s.url.clone()), new.source.as_ref().map(|s| s.url.clone()));
-            b.compare(Section::Toolkit, "toolkit.source.sha256", old.source.as_ref().map(|s| s.sha256.to_string()), new.source.as_ref().map(|s| s.sha256.to_string()));
-            b.compare(Section::Toolkit, "toolkit.package", old.package.clone(), new.package.clone());
-            b.compare(Section::Toolkit, "toolkit.keep_existing", Some(old.keep_existing.to_string()), Some(new.keep_existing.to_string()));
+            b.compare(
+                Section::Toolkit,
+                "toolkit.prefix",
+                Some(path(&old.prefix)),
+                Some(path(&new.prefix)),
+            );
+            b.compare(
+                Section::Toolkit,
+                "toolkit.installer",
+                Some(old.installer.to_string()),
+                Some(new.installer.to_string()),
+            );
+            b.compare(
+                Section::Toolkit,
+                "toolkit.source.url",
+                old.source.as_ref().map(|s| s.url.clone()),
+                new.source.as_ref().map(|s| s.url.clone()),
+            );
+            b.compare(
+                Section::Toolkit,
+                "toolkit.source.sha256",
+                old.source.as_ref().map(|s| s.sha256.to_string()),
+                new.source.as_ref().map(|s| s.sha256.to_string()),
+            );
+            b.compare(
+                Section::Toolkit,
+                "toolkit.package",
+                old.package.clone(),
+                new.package.clone(),
+            );
+            b.compare(
+                Section::Toolkit,
+                "toolkit.keep_existing",
+                Some(old.keep_existing.to_string()),
+                Some(new.keep_existing.to_string()),
+            );
         }
     }
 }
 
 fn describe_index(index: &Index) -> String {
-    let url = index.url.clone().unwrap_or_else(|| "pip's configured default index".to_string());
-    if index.explicit { format!("{url} (explicit)") } else { url }
+    let url = index
+        .url
+        .clone()
+        .unwrap_or_else(|| "pip's configured default index".to_string());
+    if index.explicit {
+        format!("{url} (explicit)")
+    } else {
+        url
+    }
 }
 
 fn diff_indexes(b: &mut Builder<'_>, old: &[Index], new: &[Index]) {
     for index in new {
         match old.iter().find(|o| o.name == index.name) {
-            None => b.push(Section::Indexes, &index.name, Change::Added { new: describe_index(index) }, Vec::new()),
+            None => b.push(
+                Section::Indexes,
+                &index.name,
+                Change::Added {
+                    new: describe_index(index),
+                },
+                Vec::new(),
+            ),
             Some(previous) => {
                 let notes = if previous.explicit && !index.explicit {
                     vec!["no longer explicit: it may now serve any package, including a different torch build".to_string()]
@@ -287,13 +488,29 @@ fn diff_indexes(b: &mut Builder<'_>, old: &[Index], new: &[Index]) {
                     Vec::new()
                 };
                 if describe_index(previous) != describe_index(index) {
-                    b.push(Section::Indexes, &index.name, Change::Changed { old: describe_index(previous), new: describe_index(index), direction: None }, notes);
+                    b.push(
+                        Section::Indexes,
+                        &index.name,
+                        Change::Changed {
+                            old: describe_index(previous),
+                            new: describe_index(index),
+                            direction: None,
+                        },
+                        notes,
+                    );
                 }
             }
         }
     }
     for index in old.iter().filter(|o| !new.iter().any(|n| n.name == o.name)) {
-        b.push(Section::Indexes, &index.name, Change::Removed { old: describe_index(index) }, Vec::new());
+        b.push(
+            Section::Indexes,
+            &index.name,
+            Change::Removed {
+                old: describe_index(index),
+            },
+            Vec::new(),
+        );
     }
     let order = |indexes: &[Index]| indexes.iter().map(|i| i.name.clone()).collect::<Vec<_>>();
     let (old_order, new_order) = (order(old), order(new));
@@ -303,7 +520,11 @@ fn diff_indexes(b: &mut Builder<'_>, old: &[Index], new: &[Index]) {
         b.push(
             Section::Indexes,
             "order",
-            Change::Changed { old: old_order.join(", "), new: new_order.join(", "), direction: None },
+            Change::Changed {
+                old: old_order.join(", "),
+                new: new_order.join(", "),
+                direction: None,
+            },
             vec!["packages without an index come from the first index that has them".to_string()],
         );
     }
@@ -326,7 +547,12 @@ fn variant(version: &Version) -> String {
     if version.local().is_empty() {
         "default build".to_string()
     } else {
-        let label = version.local().iter().map(ToString::to_string).collect::<Vec<_>>().join(".");
+        let label = version
+            .local()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(".");
         format!("+{label}")
     }
 }
@@ -338,23 +564,44 @@ pub(crate) fn direction(old: &Version, new: &Version) -> Option<VersionDirection
     let variant_changed = old_variant != new_variant;
     match (old_base.cmp(&new_base), variant_changed) {
         (std::cmp::Ordering::Equal, false) => None,
-        (std::cmp::Ordering::Equal, true) => Some(VersionDirection::VariantChange { from: old_variant, to: new_variant }),
+        (std::cmp::Ordering::Equal, true) => Some(VersionDirection::VariantChange {
+            from: old_variant,
+            to: new_variant,
+        }),
         (std::cmp::Ordering::Less, false) => Some(VersionDirection::Upgrade),
         (std::cmp::Ordering::Greater, false) => Some(VersionDirection::Downgrade),
-        (std::cmp::Ordering::Less, true) => Some(VersionDirection::UpgradeAndVariantChange { from: old_variant, to: new_variant }),
-        (std::cmp::Ordering::Greater, true) => Some(VersionDirection::DowngradeAndVariantChange { from: old_variant, to: new_variant }),
+        (std::cmp::Ordering::Less, true) => Some(VersionDirection::UpgradeAndVariantChange {
+            from: old_variant,
+            to: new_variant,
+        }),
+        (std::cmp::Ordering::Greater, true) => Some(VersionDirection::DowngradeAndVariantChange {
+            from: old_variant,
+            to: new_variant,
+        }),
     }
 }
 
 fn describe_origin(package: &Package) -> String {
-    let extras = if package.extras.is_empty() { String::new() } else { format!("[{}]", package.extras.join(",")) };
+    let extras = if package.extras.is_empty() {
+        String::new()
+    } else {
+        format!("[{}]", package.extras.join(","))
+    };
     match &package.origin {
         PackageOrigin::Index { specifiers, .. } => {
             let text = specifiers.to_string();
-            if text.is_empty() { format!("{extras}any version") } else { format!("{extras}{text}") }
+            if text.is_empty() {
+                format!("{extras}any version")
+            } else {
+                format!("{extras}{text}")
+            }
         }
         PackageOrigin::Git(git) => {
-            let subdirectory = git.subdirectory.as_ref().map(|s| format!("#subdirectory={s}")).unwrap_or_default();
+            let subdirectory = git
+                .subdirectory
+                .as_ref()
+                .map(|s| format!("#subdirectory={s}"))
+                .unwrap_or_default();
             format!("{extras}git {}@{}{subdirectory}", git.url, git.rev)
         }
     }
@@ -362,7 +609,11 @@ fn describe_origin(package: &Package) -> String {
 
 fn index_of(package: &Package) -> Option<String> {
     match &package.origin {
-        PackageOrigin::Index { index, .. } => Some(index.clone().unwrap_or_else(|| "first index that has it".to_string())),
+        PackageOrigin::Index { index, .. } => Some(
+            index
+                .clone()
+                .unwrap_or_else(|| "first index that has it".to_string()),
+        ),
         PackageOrigin::Git(_) => None,
     }
 }
@@ -375,20 +626,44 @@ fn diff_packages(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
             if let Some(index) = index_of(package) {
                 notes.push(format!("from index: {index}"));
             }
-            notes.extend(package.reason.iter().map(|reason| format!("reason: {reason}")));
-            b.push(Section::Packages, subject, Change::Added { new: describe_origin(package) }, notes);
+            notes.extend(
+                package
+                    .reason
+                    .iter()
+                    .map(|reason| format!("reason: {reason}")),
+            );
+            b.push(
+                Section::Packages,
+                subject,
+                Change::Added {
+                    new: describe_origin(package),
+                },
+                notes,
+            );
             continue;
         };
         let mut notes = Vec::new();
         let direction = match (&previous.origin, &package.origin) {
-            (PackageOrigin::Index { specifiers: o, .. }, PackageOrigin::Index { specifiers: n, .. }) => match (pinned(o), pinned(n)) {
+            (
+                PackageOrigin::Index { specifiers: o, .. },
+                PackageOrigin::Index { specifiers: n, .. },
+            ) => match (pinned(o), pinned(n)) {
                 (Some(o), Some(n)) => direction(&o, &n),
                 _ => None,
             },
             (PackageOrigin::Git(o), PackageOrigin::Git(n)) => {
-                let patches = |g: &GitSource| g.patches.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+                let patches = |g: &GitSource| {
+                    g.patches
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                };
                 if patches(o) != patches(n) {
-                    notes.push(format!("patches: [{}] → [{}]", patches(o).join(", "), patches(n).join(", ")));
+                    notes.push(format!(
+                        "patches: [{}] → [{}]",
+                        patches(o).join(", "),
+                        patches(n).join(", ")
+                    ));
                 }
                 match (&o.version, &n.version) {
                     (Some(o), Some(n)) => direction(o, n),
@@ -410,15 +685,40 @@ fn diff_packages(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
             }
         }
         if previous.reason != package.reason {
-            notes.extend(package.reason.iter().map(|reason| format!("reason: {reason}")));
+            notes.extend(
+                package
+                    .reason
+                    .iter()
+                    .map(|reason| format!("reason: {reason}")),
+            );
         }
         let (old_text, new_text) = (describe_origin(previous), describe_origin(package));
         if old_text != new_text || !notes.is_empty() {
-            b.push(Section::Packages, subject, Change::Changed { old: old_text, new: new_text, direction }, notes);
+            b.push(
+                Section::Packages,
+                subject,
+                Change::Changed {
+                    old: old_text,
+                    new: new_text,
+                    direction,
+                },
+                notes,
+            );
         }
     }
-    for package in old.packages.iter().filter(|p| new.package(&p.name).is_none()) {
-        b.push(Section::Packages, package.name.to_string(), Change::Removed { old: describe_origin(package) }, Vec::new());
+    for package in old
+        .packages
+        .iter()
+        .filter(|p| new.package(&p.name).is_none())
+    {
+        b.push(
+            Section::Packages,
+            package.name.to_string(),
+            Change::Removed {
+                old: describe_origin(package),
+            },
+            Vec::new(),
+        );
     }
 }
 
@@ -427,39 +727,99 @@ fn diff_pins(b: &mut Builder<'_>, section: Section, old: &[Pin], new: &[Pin]) {
     for pin in new {
         let text = pin.requirement.to_string();
         match old.iter().find(|o| name(o) == name(pin)) {
-            None => b.push(section, name(pin), Change::Added { new: text }, vec![format!("reason: {}", pin.reason)]),
+            None => b.push(
+                section,
+                name(pin),
+                Change::Added { new: text },
+                vec![format!("reason: {}", pin.reason)],
+            ),
             Some(previous) => {
                 let old_text = previous.requirement.to_string();
                 if old_text != text || previous.reason != pin.reason {
-                    b.push(section, name(pin), Change::Changed { old: old_text, new: text, direction: None }, vec![format!("reason: {}", pin.reason)]);
+                    b.push(
+                        section,
+                        name(pin),
+                        Change::Changed {
+                            old: old_text,
+                            new: text,
+                            direction: None,
+                        },
+                        vec![format!("reason: {}", pin.reason)],
+                    );
                 }
             }
         }
     }
-    for pin in old.iter().filter(|o| !new.iter().any(|n| name(n) == name(o))) {
-        b.push(section, name(pin), Change::Removed { old: pin.requirement.to_string() }, vec![format!("reason it had: {}", pin.reason)]);
+    for pin in old
+        .iter()
+        .filter(|o| !new.iter().any(|n| name(n) == name(o)))
+    {
+        b.push(
+            section,
+            name(pin),
+            Change::Removed {
+                old: pin.requirement.to_string(),
+            },
+            vec![format!("reason it had: {}", pin.reason)],
+        );
     }
 }
 
 fn diff_ldconfig(b: &mut Builder<'_>, old: Option<&Ldconfig>, new: Option<&Ldconfig>) {
     let path = |p: &std::path::Path| p.display().to_string();
-    let empty = Ldconfig { file: Default::default(), paths: Vec::new(), expect: Vec::new() };
+    let empty = Ldconfig {
+        file: Default::default(),
+        paths: Vec::new(),
+        expect: Vec::new(),
+    };
     let (o, n) = (old.unwrap_or(&empty), new.unwrap_or(&empty));
-    b.compare(Section::Ldconfig, "ldconfig.file", old.map(|l| path(&l.file)), new.map(|l| path(&l.file)));
+    b.compare(
+        Section::Ldconfig,
+        "ldconfig.file",
+        old.map(|l| path(&l.file)),
+        new.map(|l| path(&l.file)),
+    );
     let set = |items: Vec<String>| items.into_iter().collect::<BTreeSet<_>>();
-    let (old_paths, new_paths) = (set(o.paths.iter().map(|p| path(p)).collect()), set(n.paths.iter().map(|p| path(p)).collect()));
+    let (old_paths, new_paths) = (
+        set(o.paths.iter().map(|p| path(p)).collect()),
+        set(n.paths.iter().map(|p| path(p)).collect()),
+    );
     for added in new_paths.difference(&old_paths) {
-        b.push(Section::Ldconfig, "ldconfig.paths", Change::Added { new: added.clone() }, Vec::new());
+        b.push(
+            Section::Ldconfig,
+            "ldconfig.paths",
+            Change::Added { new: added.clone() },
+            Vec::new(),
+        );
     }
     for removed in old_paths.difference(&new_paths) {
-        b.push(Section::Ldconfig, "ldconfig.paths", Change::Removed { old: removed.clone() }, Vec::new());
+        b.push(
+            Section::Ldconfig,
+            "ldconfig.paths",
+            Change::Removed {
+                old: removed.clone(),
+            },
+            Vec::new(),
+        );
     }
     let (old_expect, new_expect) = (set(o.expect.clone()), set(n.expect.clone()));
     for added in new_expect.difference(&old_expect) {
-        b.push(Section::Ldconfig, "ldconfig.expect", Change::Added { new: added.clone() }, vec!["must resolve through the dynamic linker after apply".to_string()]);
+        b.push(
+            Section::Ldconfig,
+            "ldconfig.expect",
+            Change::Added { new: added.clone() },
+            vec!["must resolve through the dynamic linker after apply".to_string()],
+        );
     }
     for removed in old_expect.difference(&new_expect) {
-        b.push(Section::Ldconfig, "ldconfig.expect", Change::Removed { old: removed.clone() }, Vec::new());
+        b.push(
+            Section::Ldconfig,
+            "ldconfig.expect",
+            Change::Removed {
+                old: removed.clone(),
+            },
+            Vec::new(),
+        );
     }
 }
 
@@ -474,21 +834,44 @@ fn show_env(var: &EnvVar) -> String {
 
 fn diff_env(b: &mut Builder<'_>, old: &[EnvVar], new: &[EnvVar]) {
     for var in new {
-        let notes = if var.secret { vec!["secret".to_string()] } else { Vec::new() };
+        let notes = if var.secret {
+            vec!["secret".to_string()]
+        } else {
+            Vec::new()
+        };
         match old.iter().find(|o| o.name == var.name) {
-            None => b.push(Section::Env, &var.name, Change::Added { new: show_env(var) }, notes),
+            None => b.push(
+                Section::Env,
+                &var.name,
+                Change::Added { new: show_env(var) },
+                notes,
+            ),
             Some(previous) if previous.value != var.value || previous.secret != var.secret => {
                 let mut notes = notes;
                 if var.secret && previous.secret {
                     notes.push("secret value changed".to_string());
                 }
-                b.push(Section::Env, &var.name, Change::Changed { old: show_env(previous), new: show_env(var), direction: None }, notes);
+                b.push(
+                    Section::Env,
+                    &var.name,
+                    Change::Changed {
+                        old: show_env(previous),
+                        new: show_env(var),
+                        direction: None,
+                    },
+                    notes,
+                );
             }
             Some(_) => {}
         }
     }
     for var in old.iter().filter(|o| !new.iter().any(|n| n.name == o.name)) {
-        b.push(Section::Env, &var.name, Change::Removed { old: show_env(var) }, Vec::new());
+        b.push(
+            Section::Env,
+            &var.name,
+            Change::Removed { old: show_env(var) },
+            Vec::new(),
+        );
     }
 }
 
@@ -496,18 +879,77 @@ fn diff_verify(b: &mut Builder<'_>, old: Option<&Verify>, new: Option<&Verify>) 
     let path = |p: &std::path::Path| p.display().to_string();
     match (old, new) {
         (None, None) => {}
-        (Some(old), None) => b.push(Section::Verify, "verify", Change::Removed { old: shell::join(&old.launch) }, vec!["no verification launch after apply".to_string()]),
-        (None, Some(new)) => b.push(Section::Verify, "verify", Change::Added { new: shell::join(&new.launch) }, Vec::new()),
+        (Some(old), None) => b.push(
+            Section::Verify,
+            "verify",
+            Change::Removed {
+                old: shell::join(&old.launch),
+            },
+            vec!["no verification launch after apply".to_string()],
+        ),
+        (None, Some(new)) => b.push(
+            Section::Verify,
+            "verify",
+            Change::Added {
+                new: shell::join(&new.launch),
+            },
+            Vec::new(),
+        ),
         (Some(o), Some(n)) => {
-            b.compare(Section::Verify, "verify.launch", Some(shell::join(&o.launch)), Some(shell::join(&n.launch)));
-            b.compare(Section::Verify, "verify.workdir", o.workdir.as_deref().map(path), n.workdir.as_deref().map(path));
-            b.compare(Section::Verify, "verify.log", Some(path(&o.log)), Some(path(&n.log)));
-            b.compare(Section::Verify, "verify.ready", Some(o.ready.clone()), Some(n.ready.clone()));
-            b.compare(Section::Verify, "verify.fail", Some(o.fail.join(", ")), Some(n.fail.join(", ")));
-            b.compare(Section::Verify, "verify.timeout", Some(format_duration(o.timeout)), Some(format_duration(n.timeout)));
-            b.compare(Section::Verify, "verify.require_idle_gpus", Some(o.require_idle_gpus.to_string()), Some(n.require_idle_gpus.to_string()));
-            b.compare(Section::Verify, "verify.health", o.health.clone(), n.health.clone());
-            b.compare(Section::Verify, "verify.keep_running", Some(o.keep_running.to_string()), Some(n.keep_running.to_string()));
+            b.compare(
+                Section::Verify,
+                "verify.launch",
+                Some(shell::join(&o.launch)),
+                Some(shell::join(&n.launch)),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.workdir",
+                o.workdir.as_deref().map(path),
+                n.workdir.as_deref().map(path),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.log",
+                Some(path(&o.log)),
+                Some(path(&n.log)),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.ready",
+                Some(o.ready.clone()),
+                Some(n.ready.clone()),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.fail",
+                Some(o.fail.join(", ")),
+                Some(n.fail.join(", ")),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.timeout",
+                Some(format_duration(o.timeout)),
+                Some(format_duration(n.timeout)),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.require_idle_gpus",
+                Some(o.require_idle_gpus.to_string()),
+                Some(n.require_idle_gpus.to_string()),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.health",
+                o.health.clone(),
+                n.health.clone(),
+            );
+            b.compare(
+                Section::Verify,
+                "verify.keep_running",
+                Some(o.keep_running.to_string()),
+                Some(n.keep_running.to_string()),
+            );
         }
     }
 }
@@ -524,15 +966,27 @@ mod tests {
     #[test]
     fn directions() {
         assert_eq!(direction(&v("2.9.1"), &v("2.9.1")), None);
-        assert_eq!(direction(&v("0.6.3"), &v("0.6.4")), Some(VersionDirection::Upgrade));
-        assert_eq!(direction(&v("2.10.0"), &v("2.9.1")), Some(VersionDirection::Downgrade));
+        assert_eq!(
+            direction(&v("0.6.3"), &v("0.6.4")),
+            Some(VersionDirection::Upgrade)
+        );
+        assert_eq!(
+            direction(&v("2.10.0"), &v("2.9.1")),
+            Some(VersionDirection::Downgrade)
+        );
         assert_eq!(
             direction(&v("2.9.1"), &v("2.9.1+cu130")),
-            Some(VersionDirection::VariantChange { from: "default build".into(), to: "+cu130".into() })
+            Some(VersionDirection::VariantChange {
+                from: "default build".into(),
+                to: "+cu130".into()
+            })
         );
         assert_eq!(
             direction(&v("2.8.0+cu128"), &v("2.9.1+cu130")),
-            Some(VersionDirection::UpgradeAndVariantChange { from: "+cu128".into(), to: "+cu130".into() })
+            Some(VersionDirection::UpgradeAndVariantChange {
+                from: "+cu128".into(),
+                to: "+cu130".into()
+            })
         );
     }
 }

@@ -89,7 +89,11 @@ pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
 
 /// Load a manifest from text. `file` names it in diagnostics; `base_dir`, when given,
 /// is where relative patch paths must exist.
-pub fn load_str(text: &str, file: &str, base_dir: Option<&Path>) -> Result<Manifest, ManifestError> {
+pub fn load_str(
+    text: &str,
+    file: &str,
+    base_dir: Option<&Path>,
+) -> Result<Manifest, ManifestError> {
     let mut checker = Checker {
         file: file.to_string(),
         base_dir: base_dir.map(Path::to_path_buf),
@@ -103,7 +107,10 @@ pub fn load_str(text: &str, file: &str, base_dir: Option<&Path>) -> Result<Manif
         Some(root) => checker.manifest(&root),
         None => {
             if checker.diagnostics.is_empty() {
-                checker.error(Span { line: 1, column: 1 }, "expected a manifest mapping, found an empty file");
+                checker.error(
+                    Span { line: 1, column: 1 },
+                    "expected a manifest mapping, found an empty file",
+                );
             }
             None
         }
@@ -123,8 +130,19 @@ pub fn load_str(text: &str, file: &str, base_dir: Option<&Path>) -> Result<Manif
 
 /// The top-level keys of schema 1, in documentation order.
 const TOP_KEYS: &[&str] = &[
-    "schema", "name", "description", "upgrade", "target", "toolkit", "indexes", "packages",
-    "overrides", "constraints", "ldconfig", "env", "verify",
+    "schema",
+    "name",
+    "description",
+    "upgrade",
+    "target",
+    "toolkit",
+    "indexes",
+    "packages",
+    "overrides",
+    "constraints",
+    "ldconfig",
+    "env",
+    "verify",
 ];
 
 struct Checker {
@@ -187,7 +205,10 @@ impl Checker {
             _ => {
                 self.error(
                     node.span,
-                    format!("expected `{context}` to be a mapping, found {}", node.type_name()),
+                    format!(
+                        "expected `{context}` to be a mapping, found {}",
+                        node.type_name()
+                    ),
                 );
                 None
             }
@@ -204,7 +225,9 @@ impl Checker {
                 fields.allowed.join(", ")
             );
             match closest(&key.text, fields.allowed) {
-                Some(near) => self.error_with_hint(key.span, message, format!("did you mean `{near}`?")),
+                Some(near) => {
+                    self.error_with_hint(key.span, message, format!("did you mean `{near}`?"))
+                }
                 None => self.error(key.span, message),
             }
         }
@@ -224,7 +247,13 @@ impl Checker {
         match &node.kind {
             NodeKind::Scalar(scalar) if !node.is_null() => Some(scalar.text.clone()),
             _ => {
-                self.error(node.span, format!("expected `{what}` to be a string, found {}", node.type_name()));
+                self.error(
+                    node.span,
+                    format!(
+                        "expected `{what}` to be a string, found {}",
+                        node.type_name()
+                    ),
+                );
                 None
             }
         }
@@ -233,7 +262,10 @@ impl Checker {
     fn non_empty_string(&mut self, node: &Node, what: &str) -> Option<String> {
         let text = self.string(node, what)?;
         if text.trim().is_empty() {
-            self.error(node.span, format!("expected `{what}` to be a non-empty string"));
+            self.error(
+                node.span,
+                format!("expected `{what}` to be a non-empty string"),
+            );
             return None;
         }
         Some(text)
@@ -245,12 +277,21 @@ impl Checker {
                 "true" | "True" | "TRUE" => Some(true),
                 "false" | "False" | "FALSE" => Some(false),
                 other => {
-                    self.error(node.span, format!("expected `{what}` to be `true` or `false`, found `{other}`"));
+                    self.error(
+                        node.span,
+                        format!("expected `{what}` to be `true` or `false`, found `{other}`"),
+                    );
                     None
                 }
             },
             _ => {
-                self.error(node.span, format!("expected `{what}` to be `true` or `false`, found {}", node.type_name()));
+                self.error(
+                    node.span,
+                    format!(
+                        "expected `{what}` to be `true` or `false`, found {}",
+                        node.type_name()
+                    ),
+                );
                 None
             }
         }
@@ -274,7 +315,13 @@ impl Checker {
         match &node.kind {
             NodeKind::Sequence(items) => Some(items),
             _ => {
-                self.error(node.span, format!("expected `{what}` to be a sequence, found {}", node.type_name()));
+                self.error(
+                    node.span,
+                    format!(
+                        "expected `{what}` to be a sequence, found {}",
+                        node.type_name()
+                    ),
+                );
                 None
             }
         }
@@ -286,7 +333,12 @@ impl Checker {
         };
         items
             .iter()
-            .filter_map(|item| Some((self.non_empty_string(item, &format!("{what}[]"))?, item.span)))
+            .filter_map(|item| {
+                Some((
+                    self.non_empty_string(item, &format!("{what}[]"))?,
+                    item.span,
+                ))
+            })
             .collect()
     }
 
@@ -316,17 +368,40 @@ impl Checker {
                 }
             }
         });
-        let name = self.require(&mut fields, "name").and_then(|node| self.non_empty_string(node, "name"));
-        let description = fields.take("description").and_then(|node| self.string(node, "description"));
-        let upgrade = fields.take("upgrade").and_then(|node| self.tool_requirement(node));
-        let target = self.require(&mut fields, "target").and_then(|node| self.target(node));
+        let name = self
+            .require(&mut fields, "name")
+            .and_then(|node| self.non_empty_string(node, "name"));
+        let description = fields
+            .take("description")
+            .and_then(|node| self.string(node, "description"));
+        let upgrade = fields
+            .take("upgrade")
+            .and_then(|node| self.tool_requirement(node));
+        let target = self
+            .require(&mut fields, "target")
+            .and_then(|node| self.target(node));
         let toolkit = fields.take("toolkit").and_then(|node| self.toolkit(node));
-        let indexes = fields.take("indexes").map(|node| self.indexes(node)).unwrap_or_default();
-        let packages = fields.take("packages").map(|node| self.packages(node)).unwrap_or_default();
-        let overrides = fields.take("overrides").map(|node| self.pins(node, "overrides")).unwrap_or_default();
-        let constraints = fields.take("constraints").map(|node| self.pins(node, "constraints")).unwrap_or_default();
+        let indexes = fields
+            .take("indexes")
+            .map(|node| self.indexes(node))
+            .unwrap_or_default();
+        let packages = fields
+            .take("packages")
+            .map(|node| self.packages(node))
+            .unwrap_or_default();
+        let overrides = fields
+            .take("overrides")
+            .map(|node| self.pins(node, "overrides"))
+            .unwrap_or_default();
+        let constraints = fields
+            .take("constraints")
+            .map(|node| self.pins(node, "constraints"))
+            .unwrap_or_default();
         let ldconfig = fields.take("ldconfig").and_then(|node| self.ldconfig(node));
-        let env = fields.take("env").map(|node| self.env(node)).unwrap_or_default();
+        let env = fields
+            .take("env")
+            .map(|node| self.env(node))
+            .unwrap_or_default();
         let verify = fields.take("verify").and_then(|node| self.verify(node));
         self.finish(fields);
 
@@ -354,7 +429,9 @@ impl Checker {
         if !requirement.matches(&running) {
             self.error_with_hint(
                 node.span,
-                format!("this manifest needs `upgrade` `{requirement}`, but this is `upgrade` {running}"),
+                format!(
+                    "this manifest needs `upgrade` `{requirement}`, but this is `upgrade` {running}"
+                ),
                 "install a matching release of the tool",
             );
         }
@@ -362,10 +439,21 @@ impl Checker {
     }
 
     fn target(&mut self, node: &Node) -> Option<Target> {
-        const KEYS: &[&str] = &["python", "base_python", "python_version", "glibc", "driver", "gpu_arch"];
+        const KEYS: &[&str] = &[
+            "python",
+            "base_python",
+            "python_version",
+            "glibc",
+            "driver",
+            "gpu_arch",
+        ];
         let mut fields = self.fields(node, "target", KEYS)?;
-        let python = self.require(&mut fields, "python").and_then(|n| self.absolute_path(n, "target.python"));
-        let base_python = fields.take("base_python").and_then(|n| self.absolute_path(n, "target.base_python"));
+        let python = self
+            .require(&mut fields, "python")
+            .and_then(|n| self.absolute_path(n, "target.python"));
+        let base_python = fields
+            .take("base_python")
+            .and_then(|n| self.absolute_path(n, "target.base_python"));
         let python_version = fields.take("python_version").and_then(|n| {
             let text = self.non_empty_string(n, "target.python_version")?;
             let valid = text.split('.').count() >= 2
@@ -380,14 +468,21 @@ impl Checker {
         let glibc = fields.take("glibc").and_then(|n| {
             let text = self.non_empty_string(n, "target.glibc")?;
             let valid = text.split('.').count() == 2
-                && text.split('.').all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+                && text
+                    .split('.')
+                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
             if !valid {
-                self.error(n.span, format!("invalid `target.glibc` `{text}`: expected `MAJOR.MINOR`, e.g. `2.35`"));
+                self.error(
+                    n.span,
+                    format!("invalid `target.glibc` `{text}`: expected `MAJOR.MINOR`, e.g. `2.35`"),
+                );
                 return None;
             }
             Some(text)
         });
-        let driver = fields.take("driver").and_then(|n| self.parsed::<DriverVersion>(n, "target.driver"));
+        let driver = fields
+            .take("driver")
+            .and_then(|n| self.parsed::<DriverVersion>(n, "target.driver"));
         let gpu_arch = fields
             .take("gpu_arch")
             .map(|n| {
@@ -415,10 +510,22 @@ impl Checker {
     }
 
     fn toolkit(&mut self, node: &Node) -> Option<Toolkit> {
-        const KEYS: &[&str] = &["version", "prefix", "installer", "source", "package", "keep_existing", "provenance"];
+        const KEYS: &[&str] = &[
+            "version",
+            "prefix",
+            "installer",
+            "source",
+            "package",
+            "keep_existing",
+            "provenance",
+        ];
         let mut fields = self.fields(node, "toolkit", KEYS)?;
-        let version = self.require(&mut fields, "version").and_then(|n| self.parsed::<CudaVersion>(n, "toolkit.version"));
-        let prefix = self.require(&mut fields, "prefix").and_then(|n| self.absolute_path(n, "toolkit.prefix"));
+        let version = self
+            .require(&mut fields, "version")
+            .and_then(|n| self.parsed::<CudaVersion>(n, "toolkit.version"));
+        let prefix = self
+            .require(&mut fields, "prefix")
+            .and_then(|n| self.absolute_path(n, "toolkit.prefix"));
         let installer_node = self.require(&mut fields, "installer");
         let installer = installer_node.and_then(|n| {
             let text = self.string(n, "toolkit.installer")?;
@@ -426,16 +533,28 @@ impl Checker {
                 "runfile" => Some(InstallerKind::Runfile),
                 "apt" => Some(InstallerKind::Apt),
                 other => {
-                    self.error(n.span, format!("invalid `toolkit.installer` `{other}`: expected `runfile` or `apt`"));
+                    self.error(
+                        n.span,
+                        format!(
+                            "invalid `toolkit.installer` `{other}`: expected `runfile` or `apt`"
+                        ),
+                    );
                     None
                 }
             }
         });
         let source_node = fields.take("source");
         let source = source_node.and_then(|n| self.source(n));
-        let package = fields.take("package").and_then(|n| self.non_empty_string(n, "toolkit.package"));
-        let keep_existing = fields.take("keep_existing").and_then(|n| self.boolean(n, "toolkit.keep_existing")).unwrap_or(true);
-        let provenance = fields.take("provenance").and_then(|n| self.non_empty_string(n, "toolkit.provenance"));
+        let package = fields
+            .take("package")
+            .and_then(|n| self.non_empty_string(n, "toolkit.package"));
+        let keep_existing = fields
+            .take("keep_existing")
+            .and_then(|n| self.boolean(n, "toolkit.keep_existing"))
+            .unwrap_or(true);
+        let provenance = fields
+            .take("provenance")
+            .and_then(|n| self.non_empty_string(n, "toolkit.provenance"));
         let span = fields.span;
         self.finish(fields);
         match installer {
@@ -461,10 +580,17 @@ impl Checker {
     fn source(&mut self, node: &Node) -> Option<Source> {
         const KEYS: &[&str] = &["url", "sha256"];
         let mut fields = self.fields(node, "toolkit.source", KEYS)?;
-        let url = self.require(&mut fields, "url").and_then(|n| self.url(n, "toolkit.source.url"));
-        let sha256 = self.require(&mut fields, "sha256").and_then(|n| self.parsed::<Sha256>(n, "toolkit.source.sha256"));
+        let url = self
+            .require(&mut fields, "url")
+            .and_then(|n| self.url(n, "toolkit.source.url"));
+        let sha256 = self
+            .require(&mut fields, "sha256")
+            .and_then(|n| self.parsed::<Sha256>(n, "toolkit.source.sha256"));
         self.finish(fields);
-        Some(Source { url: url?, sha256: sha256? })
+        Some(Source {
+            url: url?,
+            sha256: sha256?,
+        })
     }
 
     fn url(&mut self, node: &Node, what: &str) -> Option<String> {
@@ -494,16 +620,26 @@ impl Checker {
             };
             let name_node = self.require(&mut fields, "name");
             let name = name_node.and_then(|n| self.index_name(n));
-            let url = fields.take("url").and_then(|n| self.url(n, "indexes[].url"));
-            let explicit = fields.take("explicit").and_then(|n| self.boolean(n, "indexes[].explicit")).unwrap_or(false);
-            let provenance = fields.take("provenance").and_then(|n| self.non_empty_string(n, "indexes[].provenance"));
+            let url = fields
+                .take("url")
+                .and_then(|n| self.url(n, "indexes[].url"));
+            let explicit = fields
+                .take("explicit")
+                .and_then(|n| self.boolean(n, "indexes[].explicit"))
+                .unwrap_or(false);
+            let provenance = fields
+                .take("provenance")
+                .and_then(|n| self.non_empty_string(n, "indexes[].provenance"));
             self.finish(fields);
             let (Some(name), Some(name_node)) = (name, name_node) else {
                 continue;
             };
             if let Some(first) = indexes.iter().find(|index| index.name == name) {
                 let first = first.span;
-                self.error(name_node.span, format!("duplicate index name `{name}` (first defined at {first})"));
+                self.error(
+                    name_node.span,
+                    format!("duplicate index name `{name}` (first defined at {first})"),
+                );
                 continue;
             }
             if url.is_none() {
@@ -513,16 +649,27 @@ impl Checker {
                     continue;
                 }
             }
-            indexes.push(Index { name, url, explicit, provenance, span: item.span });
+            indexes.push(Index {
+                name,
+                url,
+                explicit,
+                provenance,
+                span: item.span,
+            });
         }
         indexes
     }
 
     fn index_name(&mut self, node: &Node) -> Option<String> {
         let name = self.non_empty_string(node, "indexes[].name")?;
-        let valid = name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        let valid = name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
         if !valid {
-            self.error(node.span, format!("invalid index name `{name}`: expected letters, digits, `-`, `_` and `.`"));
+            self.error(
+                node.span,
+                format!("invalid index name `{name}`: expected letters, digits, `-`, `_` and `.`"),
+            );
             return None;
         }
         Some(name)
@@ -538,7 +685,10 @@ impl Checker {
             let name = match PackageName::from_str(&key.text) {
                 Ok(name) => name,
                 Err(error) => {
-                    self.error(key.span, format!("invalid package name `{}`: {error}", key.text));
+                    self.error(
+                        key.span,
+                        format!("invalid package name `{}`: {error}", key.text),
+                    );
                     continue;
                 }
             };
@@ -555,13 +705,25 @@ impl Checker {
     }
 
     fn package(&mut self, name: PackageName, key: &Key, value: &Node) -> Option<Package> {
-        const KEYS: &[&str] = &["version", "index", "extras", "reason", "git", "rev", "subdirectory", "patches"];
+        const KEYS: &[&str] = &[
+            "version",
+            "index",
+            "extras",
+            "reason",
+            "git",
+            "rev",
+            "subdirectory",
+            "patches",
+        ];
         let what = format!("packages.{}", key.text);
         if let NodeKind::Scalar(_) = value.kind {
             let specifiers = self.specifiers(value, &what)?;
             return Some(Package {
                 name,
-                origin: PackageOrigin::Index { specifiers, index: None },
+                origin: PackageOrigin::Index {
+                    specifiers,
+                    index: None,
+                },
                 extras: Vec::new(),
                 reason: None,
                 span: key.span,
@@ -569,23 +731,30 @@ impl Checker {
         }
         let mut fields = self.fields(value, &what, KEYS)?;
         let version = fields.take("version");
-        let index = fields.take("index").and_then(|n| self.non_empty_string(n, &format!("{what}.index")).map(|text| (text, n.span)));
+        let index = fields.take("index").and_then(|n| {
+            self.non_empty_string(n, &format!("{what}.index"))
+                .map(|text| (text, n.span))
+        });
         let extras = fields
             .take("extras")
             .map(|n| {
                 self.strings(n, &format!("{what}.extras"))
                     .into_iter()
-                    .filter_map(|(extra, span)| match pep508_rs::ExtraName::from_str(&extra) {
-                        Ok(parsed) => Some(parsed.to_string()),
-                        Err(error) => {
-                            self.error(span, format!("invalid extra `{extra}`: {error}"));
-                            None
-                        }
-                    })
+                    .filter_map(
+                        |(extra, span)| match pep508_rs::ExtraName::from_str(&extra) {
+                            Ok(parsed) => Some(parsed.to_string()),
+                            Err(error) => {
+                                self.error(span, format!("invalid extra `{extra}`: {error}"));
+                                None
+                            }
+                        },
+                    )
                     .collect()
             })
             .unwrap_or_default();
-        let reason = fields.take("reason").and_then(|n| self.non_empty_string(n, &format!("{what}.reason")));
+        let reason = fields
+            .take("reason")
+            .and_then(|n| self.non_empty_string(n, &format!("{what}.reason")));
         let git = fields.take("git");
         let rev = fields.take("rev");
         let subdirectory = fields.take("subdirectory");
@@ -606,9 +775,13 @@ impl Checker {
                         None
                     }
                 };
-                let subdirectory = subdirectory.and_then(|n| self.relative_path(n, &format!("{what}.subdirectory")));
-                let patches = patches.map(|n| self.patches(n, &format!("{what}.patches"))).unwrap_or_default();
-                let version = version.and_then(|n| self.exact_version(n, &format!("{what}.version")));
+                let subdirectory = subdirectory
+                    .and_then(|n| self.relative_path(n, &format!("{what}.subdirectory")));
+                let patches = patches
+                    .map(|n| self.patches(n, &format!("{what}.patches")))
+                    .unwrap_or_default();
+                let version =
+                    version.and_then(|n| self.exact_version(n, &format!("{what}.version")));
                 PackageOrigin::Git(GitSource {
                     url: url?,
                     rev: rev?,
@@ -618,9 +791,16 @@ impl Checker {
                 })
             }
             None => {
-                for (node, key) in [(rev, "rev"), (subdirectory, "subdirectory"), (patches, "patches")] {
+                for (node, key) in [
+                    (rev, "rev"),
+                    (subdirectory, "subdirectory"),
+                    (patches, "patches"),
+                ] {
                     if let Some(node) = node {
-                        self.error(node.span, format!("`{what}.{key}` needs `git`: only a git source has a {key}"));
+                        self.error(
+                            node.span,
+                            format!("`{what}.{key}` needs `git`: only a git source has a {key}"),
+                        );
                     }
                 }
                 let specifiers = match version {
@@ -633,7 +813,13 @@ impl Checker {
                 }
             }
         };
-        Some(Package { name, origin, extras, reason, span: key.span })
+        Some(Package {
+            name,
+            origin,
+            extras,
+            reason,
+            span: key.span,
+        })
     }
 
     fn url_or_scp(&mut self, node: &Node, what: &str) -> Option<String> {
@@ -655,7 +841,11 @@ impl Checker {
     fn relative_path(&mut self, node: &Node, what: &str) -> Option<String> {
         let text = self.non_empty_string(node, what)?;
         let path = Path::new(&text);
-        if path.is_absolute() || path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        if path.is_absolute()
+            || path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
             self.error(node.span, format!("invalid `{what}` `{text}`: expected a path inside the repository (relative, without `..`)"));
             return None;
         }
@@ -673,7 +863,13 @@ impl Checker {
             if let Some(base) = &self.base_dir {
                 let full = base.join(&path);
                 if !full.is_file() {
-                    self.error(span, format!("patch file `{text}` does not exist (looked for `{}`)", full.display()));
+                    self.error(
+                        span,
+                        format!(
+                            "patch file `{text}` does not exist (looked for `{}`)",
+                            full.display()
+                        ),
+                    );
                     continue;
                 }
             }
@@ -687,12 +883,23 @@ impl Checker {
         match VersionSpecifiers::from_str(&text) {
             Ok(specifiers) => Some(specifiers),
             Err(error) => {
-                let hint = if text.trim_start().chars().next().is_some_and(|c| c.is_ascii_digit()) {
-                    Some(format!("a bare version is not a specifier: write `=={}`", text.trim()))
+                let hint = if text
+                    .trim_start()
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+                {
+                    Some(format!(
+                        "a bare version is not a specifier: write `=={}`",
+                        text.trim()
+                    ))
                 } else {
                     None
                 };
-                let message = format!("invalid PEP 440 specifier `{text}` for `{what}`: {}", first_line(&error.to_string()));
+                let message = format!(
+                    "invalid PEP 440 specifier `{text}` for `{what}`: {}",
+                    first_line(&error.to_string())
+                );
                 match hint {
                     Some(hint) => self.error_with_hint(node.span, message, hint),
                     None => self.error(node.span, message),
@@ -707,7 +914,13 @@ impl Checker {
         match pep440_rs::Version::from_str(&text) {
             Ok(version) => Some(version),
             Err(error) => {
-                self.error(node.span, format!("invalid PEP 440 version `{text}` for `{what}`: {}", first_line(&error.to_string())));
+                self.error(
+                    node.span,
+                    format!(
+                        "invalid PEP 440 version `{text}` for `{what}`: {}",
+                        first_line(&error.to_string())
+                    ),
+                );
                 None
             }
         }
@@ -729,7 +942,13 @@ impl Checker {
                 match Requirement::from_str(&text) {
                     Ok(requirement) => Some(requirement),
                     Err(error) => {
-                        self.error(n.span, format!("invalid PEP 508 requirement `{text}` in `{section}`: {}", first_line(&error.to_string())));
+                        self.error(
+                            n.span,
+                            format!(
+                                "invalid PEP 508 requirement `{text}` in `{section}`: {}",
+                                first_line(&error.to_string())
+                            ),
+                        );
                         None
                     }
                 }
@@ -745,10 +964,17 @@ impl Checker {
                     None
                 }
             };
-            let provenance = fields.take("provenance").and_then(|n| self.non_empty_string(n, &format!("{context}.provenance")));
+            let provenance = fields
+                .take("provenance")
+                .and_then(|n| self.non_empty_string(n, &format!("{context}.provenance")));
             self.finish(fields);
             if let (Some(requirement), Some(reason)) = (requirement, reason) {
-                pins.push(Pin { requirement, reason, provenance, span: item.span });
+                pins.push(Pin {
+                    requirement,
+                    reason,
+                    provenance,
+                    span: item.span,
+                });
             }
         }
         pins
@@ -794,26 +1020,41 @@ impl Checker {
             .unwrap_or_default();
         self.finish(fields);
         let file = file?;
-        if !file.starts_with("/etc/ld.so.conf.d") || file.extension().is_none_or(|ext| ext != "conf") {
+        if !file.starts_with("/etc/ld.so.conf.d")
+            || file.extension().is_none_or(|ext| ext != "conf")
+        {
             self.error_with_hint(
                 file_node.map_or(node.span, |n| n.span),
                 format!("expected `ldconfig.file` in `/etc/ld.so.conf.d/` ending in `.conf`, found `{}`", file.display()),
                 "glibc's ld.so.conf includes only `/etc/ld.so.conf.d/*.conf`",
             );
         }
-        Some(Ldconfig { file, paths, expect })
+        Some(Ldconfig {
+            file,
+            paths,
+            expect,
+        })
     }
 
     fn env(&mut self, node: &Node) -> Vec<EnvVar> {
         const KEYS: &[&str] = &["value", "from_env", "secret"];
         let NodeKind::Mapping(entries) = &node.kind else {
-            self.error(node.span, format!("expected `env` to be a mapping of variable name to value, found {}", node.type_name()));
+            self.error(
+                node.span,
+                format!(
+                    "expected `env` to be a mapping of variable name to value, found {}",
+                    node.type_name()
+                ),
+            );
             return Vec::new();
         };
         let mut vars = Vec::new();
         for (key, value) in entries {
             let name = key.text.clone();
-            let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            let valid = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
                 self.error(key.span, format!("invalid environment variable name `{name}`: expected letters, digits and `_`, not starting with a digit"));
@@ -830,17 +1071,34 @@ impl Checker {
                     let Some(mut fields) = self.fields(value, &what, KEYS) else {
                         continue;
                     };
-                    let literal = fields.take("value").and_then(|n| self.string(n, &format!("{what}.value")));
-                    let from_env = fields.take("from_env").and_then(|n| self.non_empty_string(n, &format!("{what}.from_env")));
-                    let secret = fields.take("secret").and_then(|n| self.boolean(n, &format!("{what}.secret")));
+                    let literal = fields
+                        .take("value")
+                        .and_then(|n| self.string(n, &format!("{what}.value")));
+                    let from_env = fields
+                        .take("from_env")
+                        .and_then(|n| self.non_empty_string(n, &format!("{what}.from_env")));
+                    let secret = fields
+                        .take("secret")
+                        .and_then(|n| self.boolean(n, &format!("{what}.secret")));
                     let span = fields.span;
                     self.finish(fields);
                     match (literal, from_env) {
-                        (Some(literal), None) => Some(EnvVar { name: name.clone(), value: EnvValue::Literal(literal), secret: secret.unwrap_or(false) }),
+                        (Some(literal), None) => Some(EnvVar {
+                            name: name.clone(),
+                            value: EnvValue::Literal(literal),
+                            secret: secret.unwrap_or(false),
+                        }),
                         // A value taken from the controller's environment is a secret unless said otherwise.
-                        (None, Some(from)) => Some(EnvVar { name: name.clone(), value: EnvValue::FromEnv(from), secret: secret.unwrap_or(true) }),
+                        (None, Some(from)) => Some(EnvVar {
+                            name: name.clone(),
+                            value: EnvValue::FromEnv(from),
+                            secret: secret.unwrap_or(true),
+                        }),
                         (Some(_), Some(_)) => {
-                            self.error(span, format!("`{what}` has both `value` and `from_env`: give one"));
+                            self.error(
+                                span,
+                                format!("`{what}` has both `value` and `from_env`: give one"),
+                            );
                             None
                         }
                         (None, None) => {
@@ -860,40 +1118,69 @@ impl Checker {
     }
 
     fn verify(&mut self, node: &Node) -> Option<Verify> {
-        const KEYS: &[&str] = &["launch", "workdir", "log", "ready", "fail", "timeout", "require_idle_gpus", "health", "keep_running"];
+        const KEYS: &[&str] = &[
+            "launch",
+            "workdir",
+            "log",
+            "ready",
+            "fail",
+            "timeout",
+            "require_idle_gpus",
+            "health",
+            "keep_running",
+        ];
         let mut fields = self.fields(node, "verify", KEYS)?;
-        let launch = self.require(&mut fields, "launch").and_then(|n| match &n.kind {
-            NodeKind::Sequence(_) => {
-                let words: Vec<String> = self.strings(n, "verify.launch").into_iter().map(|(word, _)| word).collect();
-                if words.is_empty() {
-                    self.error(n.span, "expected `verify.launch` to name a program");
-                    return None;
-                }
-                Some(words)
-            }
-            _ => {
-                let text = self.non_empty_string(n, "verify.launch")?;
-                match shell::split(&text) {
-                    Ok(words) if !words.is_empty() => Some(words),
-                    Ok(_) => {
+        let launch = self
+            .require(&mut fields, "launch")
+            .and_then(|n| match &n.kind {
+                NodeKind::Sequence(_) => {
+                    let words: Vec<String> = self
+                        .strings(n, "verify.launch")
+                        .into_iter()
+                        .map(|(word, _)| word)
+                        .collect();
+                    if words.is_empty() {
                         self.error(n.span, "expected `verify.launch` to name a program");
-                        None
+                        return None;
                     }
-                    Err(error) => {
-                        self.error(n.span, format!("invalid `verify.launch`: {error}"));
-                        None
+                    Some(words)
+                }
+                _ => {
+                    let text = self.non_empty_string(n, "verify.launch")?;
+                    match shell::split(&text) {
+                        Ok(words) if !words.is_empty() => Some(words),
+                        Ok(_) => {
+                            self.error(n.span, "expected `verify.launch` to name a program");
+                            None
+                        }
+                        Err(error) => {
+                            self.error(n.span, format!("invalid `verify.launch`: {error}"));
+                            None
+                        }
                     }
                 }
-            }
-        });
-        let workdir = fields.take("workdir").and_then(|n| self.absolute_path(n, "verify.workdir"));
-        let log = self.require(&mut fields, "log").and_then(|n| self.absolute_path(n, "verify.log"));
-        let ready = self.require(&mut fields, "ready").and_then(|n| self.non_empty_string(n, "verify.ready"));
+            });
+        let workdir = fields
+            .take("workdir")
+            .and_then(|n| self.absolute_path(n, "verify.workdir"));
+        let log = self
+            .require(&mut fields, "log")
+            .and_then(|n| self.absolute_path(n, "verify.log"));
+        let ready = self
+            .require(&mut fields, "ready")
+            .and_then(|n| self.non_empty_string(n, "verify.ready"));
         let fail = fields
             .take("fail")
             .map(|n| match &n.kind {
-                NodeKind::Scalar(_) => self.non_empty_string(n, "verify.fail").into_iter().collect(),
-                _ => self.strings(n, "verify.fail").into_iter().map(|(text, _)| text).collect(),
+                NodeKind::Scalar(_) => self
+                    .non_empty_string(n, "verify.fail")
+                    .into_iter()
+                    .collect(),
+                _ => self
+                    .strings(n, "verify.fail")
+                    .into_iter()
+                    .map(|(text, _)| text)
+                    .collect(),
             })
             .unwrap_or_else(|| vec!["Traceback".to_string()]);
         let timeout = self.require(&mut fields, "timeout").and_then(|n| {
@@ -906,16 +1193,25 @@ impl Checker {
                 }
             }
         });
-        let require_idle_gpus = fields.take("require_idle_gpus").and_then(|n| self.boolean(n, "verify.require_idle_gpus")).unwrap_or(true);
+        let require_idle_gpus = fields
+            .take("require_idle_gpus")
+            .and_then(|n| self.boolean(n, "verify.require_idle_gpus"))
+            .unwrap_or(true);
         let health = fields.take("health").and_then(|n| {
             let text = self.url(n, "verify.health")?;
             if text.starts_with("file:") {
-                self.error(n.span, format!("expected `verify.health` to be an `http` URL, found `{text}`"));
+                self.error(
+                    n.span,
+                    format!("expected `verify.health` to be an `http` URL, found `{text}`"),
+                );
                 return None;
             }
             Some(text)
         });
-        let keep_running = fields.take("keep_running").and_then(|n| self.boolean(n, "verify.keep_running")).unwrap_or(false);
+        let keep_running = fields
+            .take("keep_running")
+            .and_then(|n| self.boolean(n, "verify.keep_running"))
+            .unwrap_or(false);
         self.finish(fields);
         Some(Verify {
             launch: launch?,
@@ -932,14 +1228,25 @@ impl Checker {
 
     fn check_references(&mut self, indexes: &[Index], packages: &[Package]) {
         for package in packages {
-            if let PackageOrigin::Index { index: Some(name), .. } = &package.origin {
+            if let PackageOrigin::Index {
+                index: Some(name), ..
+            } = &package.origin
+            {
                 if !indexes.iter().any(|index| &index.name == name) {
-                    let defined: Vec<&str> = indexes.iter().map(|index| index.name.as_str()).collect();
-                    let message = format!("package `{}` names index `{name}`, which `indexes` does not define", package.name);
+                    let defined: Vec<&str> =
+                        indexes.iter().map(|index| index.name.as_str()).collect();
+                    let message = format!(
+                        "package `{}` names index `{name}`, which `indexes` does not define",
+                        package.name
+                    );
                     if defined.is_empty() {
                         self.error_with_hint(package.span, message, "add it under `indexes`");
                     } else {
-                        self.error_with_hint(package.span, message, format!("defined indexes: {}", defined.join(", ")));
+                        self.error_with_hint(
+                            package.span,
+                            message,
+                            format!("defined indexes: {}", defined.join(", ")),
+                        );
                     }
                 }
             }
@@ -949,7 +1256,10 @@ impl Checker {
             if !used {
                 self.error_with_hint(
                     index.span,
-                    format!("index `{}` is explicit but no package names it, so it serves nothing", index.name),
+                    format!(
+                        "index `{}` is explicit but no package names it, so it serves nothing",
+                        index.name
+                    ),
                     "name it from a package (`index: NAME`) or drop `explicit`",
                 );
             }
@@ -958,7 +1268,11 @@ impl Checker {
 }
 
 fn first_name(indexes: &[Index]) -> String {
-    indexes.iter().find(|index| index.url.is_none()).map(|index| index.name.clone()).unwrap_or_default()
+    indexes
+        .iter()
+        .find(|index| index.url.is_none())
+        .map(|index| index.name.clone())
+        .unwrap_or_default()
 }
 
 fn first_line(text: &str) -> &str {
@@ -969,10 +1283,16 @@ fn first_line(text: &str) -> &str {
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let compact = text.trim();
     if compact.contains(' ') {
-        return Err(format!("write it without spaces and with a unit letter, e.g. `{}`", suggest_duration(compact)));
+        return Err(format!(
+            "write it without spaces and with a unit letter, e.g. `{}`",
+            suggest_duration(compact)
+        ));
     }
     if let Some(millis) = compact.strip_suffix("ms") {
-        return millis.parse::<u64>().map(Duration::from_millis).map_err(|_| "e.g. `500ms`".to_string());
+        return millis
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|_| "e.g. `500ms`".to_string());
     }
     let mut total = 0u64;
     let mut number = String::new();
@@ -988,13 +1308,17 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
             's' => 1,
             _ => return Err("units are `h`, `m`, `s` and `ms`".to_string()),
         };
-        let value: u64 = number.parse().map_err(|_| "a number comes before each unit".to_string())?;
+        let value: u64 = number
+            .parse()
+            .map_err(|_| "a number comes before each unit".to_string())?;
         total = total.saturating_add(value.saturating_mul(factor));
         number.clear();
         seen_unit = true;
     }
     if !number.is_empty() {
-        return Err(format!("a bare number has no unit: write `{number}s` or `{number}m`"));
+        return Err(format!(
+            "a bare number has no unit: write `{number}s` or `{number}m`"
+        ));
     }
     if !seen_unit || total == 0 {
         return Err("a timeout is longer than zero".to_string());
@@ -1030,7 +1354,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
         let mut current = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != *cb);
-            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+            current.push(
+                (previous[j] + cost)
+                    .min(previous[j + 1] + 1)
+                    .min(current[j] + 1),
+            );
         }
         previous = current;
     }

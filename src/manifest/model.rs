@@ -117,9 +117,22 @@ pub struct Source {
 }
 
 /// A sha256 digest, 64 lowercase hex digits.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct Sha256(String);
+
+impl TryFrom<String> for Sha256 {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse()
+    }
+}
+
+impl From<Sha256> for String {
+    fn from(value: Sha256) -> Self {
+        value.0
+    }
+}
 
 impl Sha256 {
     /// The digest as hex.
@@ -317,7 +330,10 @@ impl Manifest {
 
     /// Environment variables by name.
     pub fn env_map(&self) -> BTreeMap<&str, &EnvVar> {
-        self.env.iter().map(|var| (var.name.as_str(), var)).collect()
+        self.env
+            .iter()
+            .map(|var| (var.name.as_str(), var))
+            .collect()
     }
 }
 

@@ -24,7 +24,11 @@ fn glyph(change: &Change) -> char {
 
 /// Text for a terminal.
 pub fn text(diff: &ManifestDiff) -> String {
-    let mut out = format!("diff {} → {}\n", text_value(&diff.old), text_value(&diff.new));
+    let mut out = format!(
+        "diff {} → {}\n",
+        text_value(&diff.old),
+        text_value(&diff.new)
+    );
     if diff.is_empty() {
         out.push_str("no semantic changes\n");
         return out;
@@ -36,7 +40,11 @@ pub fn text(diff: &ManifestDiff) -> String {
             let line = match &entry.change {
                 Change::Added { new } => format!("{subject}: {}", text_value(new)),
                 Change::Removed { old } => format!("{subject}: {}", text_value(old)),
-                Change::Changed { old, new, direction } => {
+                Change::Changed {
+                    old,
+                    new,
+                    direction,
+                } => {
                     let mut line = format!("{subject}: {} → {}", text_value(old), text_value(new));
                     if let Some(direction) = direction {
                         line.push_str(&format!(" ({})", direction.describe()));
@@ -82,8 +90,16 @@ pub fn markdown(diff: &ManifestDiff) -> String {
             let line = match &entry.change {
                 Change::Added { new } => format!("**added** {subject}: {}", markdown_code(new)),
                 Change::Removed { old } => format!("**removed** {subject}: {}", markdown_code(old)),
-                Change::Changed { old, new, direction } => {
-                    let mut line = format!("**changed** {subject}: {} → {}", markdown_code(old), markdown_code(new));
+                Change::Changed {
+                    old,
+                    new,
+                    direction,
+                } => {
+                    let mut line = format!(
+                        "**changed** {subject}: {} → {}",
+                        markdown_code(old),
+                        markdown_code(new)
+                    );
                     if let Some(direction) = direction {
                         line.push_str(&format!(" — *{}*", markdown_text(&direction.describe())));
                     }
@@ -103,7 +119,8 @@ pub fn markdown(diff: &ManifestDiff) -> String {
 
 /// JSON for machines.
 pub fn json(diff: &ManifestDiff) -> String {
-    let mut text = serde_json::to_string_pretty(diff).unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"));
+    let mut text = serde_json::to_string_pretty(diff)
+        .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"));
     text.push('\n');
     text
 }

@@ -41,13 +41,13 @@ pub fn text_value(value: &str) -> String {
 /// A markdown code span that shows `value` literally, whatever backticks it holds.
 pub fn markdown_code(value: &str) -> String {
     let value = text_value(value);
-    let longest_run = value
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
+    let longest_run = value.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest_run + 1);
-    let pad = if value.starts_with('`') || value.ends_with('`') || value.is_empty() { " " } else { "" };
+    let pad = if value.starts_with('`') || value.ends_with('`') || value.is_empty() {
+        " "
+    } else {
+        ""
+    };
     format!("{fence}{pad}{value}{pad}{fence}")
 }
 
@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn prose_is_inert() {
         assert_eq!(markdown_text("<img src=x>"), "&lt;img src\\=x&gt;");
-        assert_eq!(markdown_text("**bold** [link](u)"), "\\*\\*bold\\*\\* \\[link\\]\\(u\\)");
+        assert_eq!(
+            markdown_text("**bold** [link](u)"),
+            "\\*\\*bold\\*\\* \\[link\\]\\(u\\)"
+        );
         assert_eq!(text_value("a\u{1b}[31mred"), "a\\u{1b}[31mred");
     }
 }

@@ -84,7 +84,12 @@ pub fn json(results: &[(String, Outcome)]) -> String {
                         .collect(),
                 ),
             };
-            JsonFile { file, valid: matches!(outcome, Outcome::Valid), error, diagnostics }
+            JsonFile {
+                file,
+                valid: matches!(outcome, Outcome::Valid),
+                error,
+                diagnostics,
+            }
         })
         .collect();
     let mut text = serde_json::to_string_pretty(&serde_json::json!({ "files": files }))

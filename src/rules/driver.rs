@@ -52,10 +52,11 @@ impl DriverTable {
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: DriverFile = serde_yaml_ng::from_str(text).map_err(|source| RulesError::Parse {
-            file: file.to_string(),
-            source,
-        })?;
+        let parsed: DriverFile =
+            serde_yaml_ng::from_str(text).map_err(|source| RulesError::Parse {
+                file: file.to_string(),
+                source,
+            })?;
         if parsed.schema != 1 {
             return Err(RulesError::Invalid {
                 file: file.to_string(),
@@ -133,6 +134,11 @@ mod tests {
 
     #[test]
     fn every_row_has_a_source() {
-        assert!(table().rows().iter().all(|row| row.source.starts_with("https://")));
+        assert!(
+            table()
+                .rows()
+                .iter()
+                .all(|row| row.source.starts_with("https://"))
+        );
     }
 }

@@ -1,0 +1,9 @@
+//! The universe of packages and where it comes from: snapshot files, find-links
+//! directories and live indexes.
+
+pub mod filename;
+mod model;
+pub mod snapshot;
+
+pub use model::{DistFile, IndexContents, Release, Universe};
+pub use snapshot::{SNAPSHOT_SCHEMA, Snapshot, SnapshotError};

@@ -1,0 +1,74 @@
+//! The universe of packages: what the indexes offer, per index, as plain data.
+//!
+//! For each index: its packages; for each package: its releases; for each release: its
+//! requirements (PEP 508, markers and extras kept), `Requires-Python`, and its files
+//! (wheel tags, sha256, yanked). Every source — a snapshot file, a find-links
+//! directory, a live index — produces this type, and the resolver reads only this type.
+//! The index policy (which index may serve which package) is the resolver's, not this
+//! module's: a universe records everything each index has.
+
+use std::collections::BTreeMap;
+
+use pep440_rs::{Version, VersionSpecifiers};
+use pep508_rs::{PackageName, Requirement};
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::Sha256;
+
+/// Everything the configured indexes offer, in index priority order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Universe {
+    /// One entry per manifest index, highest priority first.
+    pub indexes: Vec<IndexContents>,
+}
+
+/// What one named index offers, e.g. `pytorch-cu130`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IndexContents {
+    /// The manifest's name for the index, e.g. `pytorch-cu130`.
+    pub name: String,
+    /// Packages by normalized name.
+    pub packages: BTreeMap<PackageName, Vec<Release>>,
+}
+
+/// One release of a package, e.g. `torch 2.9.1+cu130`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Release {
+    /// e.g. `2.9.1+cu130`.
+    pub version: Version,
+    /// `Requires-Dist`, e.g. `nvidia-cudnn-cu13==9.13.0.50; platform_system == "Linux"`.
+    pub requires_dist: Vec<Requirement>,
+    /// `Requires-Python`, e.g. `>=3.10`.
+    pub requires_python: Option<VersionSpecifiers>,
+    /// The release's files; a release with no usable file cannot be installed.
+    pub files: Vec<DistFile>,
+    /// Where this record comes from when it was not read from an index, e.g.
+    /// `transcribed: PyTorch cu130 index listing, 2026-12-02`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<String>,
+}
+
+/// One distribution file, e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DistFile {
+    /// The file name; names carry the wheel tags. No URL is recorded.
+    pub filename: String,
+    /// The file's sha256, when the index gave one.
+    pub sha256: Option<Sha256>,
+    /// `Some(reason)` when yanked (PEP 592); an empty reason is still yanked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yanked: Option<String>,
+    /// Per-file `Requires-Python` (PEP 503 `data-requires-python`), when it differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires_python: Option<VersionSpecifiers>,
+    /// Size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+impl Universe {
+    /// The contents of the index of this name.
+    pub fn index(&self, name: &str) -> Option<&IndexContents> {
+        self.indexes.iter().find(|index| index.name == name)
+    }
+}
