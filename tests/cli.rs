@@ -98,8 +98,8 @@ fn malformed_manifests_are_located() {
             let (location, text) = expectation.split_once(' ').unwrap();
             let (line, column) = location.split_once(':').unwrap();
             let found = diagnostics.iter().any(|d| {
-                d["line"] == line
-                    && d["column"] == column
+                d["line"].as_u64() == line.parse().ok()
+                    && d["column"].as_u64() == column.parse().ok()
                     && (d["message"].as_str().unwrap().contains(text)
                         || d["hint"].as_str().is_some_and(|hint| hint.contains(text)))
             });
