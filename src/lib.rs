@@ -1,1 +1,2 @@
 //! cuda-upgrade: moves GPU nodes from one CUDA software stack to another.
+pub mod facts;
