@@ -294,6 +294,11 @@ fn libraries(facts: &NodeFacts, found: &mut Vec<Finding>) {
 }
 
 fn absences(facts: &NodeFacts, found: &mut Vec<Finding>) {
+    let capability_retry_worked = facts.sections.iter().any(|section| {
+        section.name == "nvidia-smi-gpus-without-capability"
+            && section.status == SectionStatus::Exited(0)
+    });
+    let mut nvidia_smi_reported = false;
     for section in &facts.sections {
         match (section.name.as_str(), section.status) {
             ("python", SectionStatus::Absent) => {
@@ -316,15 +321,18 @@ fn absences(facts: &NodeFacts, found: &mut Vec<Finding>) {
                 None,
             )),
             // A failed capability query is retried without the field.
-            ("nvidia-smi-gpus", SectionStatus::Exited(_))
-                if facts.sections.iter().any(|other| {
-                    other.name == "nvidia-smi-gpus-without-capability"
-                        && other.status == SectionStatus::Exited(0)
-                }) => {}
+            ("nvidia-smi-gpus", SectionStatus::Exited(_)) if capability_retry_worked => {}
             // pip is optional: the interpreter lists distributions itself.
             ("pip-freeze", SectionStatus::Exited(code))
                 if code != 0 && facts.packages_source.is_some() => {}
             (name, SectionStatus::Exited(code)) if code != 0 => {
+                // One broken `nvidia-smi` (say, no driver loaded) fails all its queries.
+                if name.starts_with("nvidia-smi-") {
+                    if nvidia_smi_reported {
+                        continue;
+                    }
+                    nvidia_smi_reported = true;
+                }
                 let stderr = section
                     .stderr
                     .as_deref()

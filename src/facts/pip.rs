@@ -39,7 +39,7 @@ pub struct InstalledPackage {
     /// The normalized name, e.g. `nvidia-cudnn-cu13` (from `nvidia_cudnn_cu13`).
     pub name: PackageName,
     /// The version with its local label, e.g. `2.9.1+cu130`; `None` for a direct URL
-    /// line, which carries no version.
+    /// line, which carries no version, or for a version that is not PEP 440.
     pub version: Option<Version>,
     /// How it was installed.
     pub origin: PackageOrigin,
@@ -139,17 +139,13 @@ pub fn parse_pip_freeze(text: &str) -> Result<Vec<InstalledPackage>, FactsError>
                     url: url.trim().to_string(),
                 },
             }
-        } else if let Some((name, version)) = line.split_once("===") {
-            // Arbitrary equality: the version need not be PEP 440.
+        } else if let Some((name, version)) = line.split_once("==") {
+            // `===` (arbitrary equality) and legacy versions need not be PEP 440: such a
+            // package is kept, without a version, rather than failing the whole probe.
+            let version = version.strip_prefix('=').unwrap_or(version);
             InstalledPackage {
                 name: package_name(name).map_err(on_line)?,
                 version: package_version(version).ok(),
-                origin: PackageOrigin::Index,
-            }
-        } else if let Some((name, version)) = line.split_once("==") {
-            InstalledPackage {
-                name: package_name(name).map_err(on_line)?,
-                version: Some(package_version(version).map_err(on_line)?),
                 origin: PackageOrigin::Index,
             }
         } else {
@@ -269,7 +265,9 @@ mod tests {
             parse_pip_freeze("torch\n"),
             Err(FactsError::InvalidLine { line: 1, .. })
         ));
-        assert!(parse_pip_freeze("torch==not a version\n").is_err());
+        assert!(parse_pip_freeze("+torch==2.11.0\n").is_err());
+        let legacy = parse_pip_freeze("oldpkg==1.0-custom-build\n").unwrap();
+        assert_eq!(legacy[0].version, None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 #
 # Usage: sh -s -- --python PATH [--library SONAME]... [--marker NAME]
 #                 [--driver-version-file PATH]  < probe.sh
+#    or: sh -c "$(cat probe.sh)" cuda-upgrade-probe --python PATH ...
 #
 # Output is a sequence of sections, each one:
 #   @@begin NAME[ ARGUMENT]@@
@@ -40,7 +41,8 @@ if [ -z "$scratch" ]; then
     scratch="${TMPDIR:-/tmp}/cuda-upgrade-probe.$$"
     mkdir -p "$scratch" || exit 0
 fi
-trap 'rm -rf "$scratch"' EXIT INT TERM
+trap 'rm -rf "$scratch"' EXIT
+trap 'exit 130' INT TERM
 
 # emit LIMIT NAME ARGUMENT -- COMMAND...: runs COMMAND and prints it as one section.
 emit() {
@@ -346,10 +348,14 @@ emit 600 ld-so-conf "" -- ld_so_conf
 
 # Free space where the upgrade writes.
 disk_space() {
-    venv="$(dirname "$(dirname "$python")")"
-    while [ ! -e "$venv" ] && [ "$venv" != "/" ]; do
-        venv="$(dirname "$venv")"
-    done
+    venv=/
+    if [ -n "$python" ]; then
+        # The environment's prefix, or its nearest existing parent on a fresh node.
+        venv="$(dirname "$(dirname "$python")")"
+        while [ ! -e "$venv" ] && [ "$venv" != "/" ] && [ "$venv" != "." ]; do
+            venv="$(dirname "$venv")"
+        done
+    fi
     for path in / /usr/local "$venv" /tmp; do
         [ -e "$path" ] || continue
         printf '%s\t%s\n' "$path" "$(df -Pk "$path" 2>/dev/null | tail -n 1)"

@@ -1,4 +1,4 @@
-//! Test helpers: read the real H200 captures under `../shared/fixtures/probe/h200-cuda13/`
+//! Shared test code: reads the real H200 captures under `../shared/fixtures/probe/h200-cuda13/`
 //! and the synthetic fixtures under `tests/fixtures/facts/`.
 
 use std::path::PathBuf;

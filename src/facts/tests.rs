@@ -449,3 +449,157 @@ fn real_probe_falls_back_to_its_own_tags_and_metadata_without_pip() {
             .any(|finding| finding.code == FindingCode::ProbeSectionFailed)
     );
 }
+
+#[test]
+fn broken_nvidia_smi_is_one_finding_and_no_gpus() {
+    let failure = "@@stderr@@\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n@@end status=9@@\n";
+    let text = "@@cuda-upgrade-probe 1@@\n".to_string()
+        + "@@begin nvidia-smi-gpus@@\n"
+        + failure
+        + "@@begin nvidia-smi-gpus-without-capability@@\n"
+        + failure
+        + "@@begin nvidia-smi-compute-apps@@\n"
+        + failure;
+    let facts = NodeFacts::parse(&text).unwrap();
+    assert!(facts.gpus.is_empty());
+    assert!(facts.driver.is_none());
+    let findings = facts.findings();
+    assert_eq!(findings.len(), 1);
+    assert_eq!(
+        findings[0].message,
+        "Probe section `nvidia-smi-gpus` exited with status `9`: NVIDIA-SMI has failed because \
+         it couldn't communicate with the NVIDIA driver."
+    );
+}
+
+#[test]
+fn old_driver_gpus_come_from_the_query_without_capability() {
+    let text = "@@cuda-upgrade-probe 1@@\n\
+        @@begin nvidia-smi-gpus@@\n\
+        @@stderr@@\n\
+        Field \"compute_cap\" is not a valid field to query.\n\
+        @@end status=2@@\n\
+        @@begin nvidia-smi-gpus-without-capability@@\n\
+        0, Tesla V100-SXM2-32GB, 470.57.02, 32510, 0, GPU-1\n\
+        @@end status=0@@\n";
+    let facts = NodeFacts::parse(text).unwrap();
+    assert_eq!(facts.gpus[0].compute_capability, None);
+    assert_eq!(
+        facts.driver.as_ref().unwrap().version.to_string(),
+        "470.57.02"
+    );
+    assert_eq!(
+        facts.driver.as_ref().unwrap().source,
+        DriverVersionSource::NvidiaSmi
+    );
+    assert!(facts.findings().is_empty());
+}
+
+#[test]
+fn real_probe_runs_as_a_command_string_too() {
+    let python = local_python().expect("a python3 on PATH");
+    let request = ProbeRequest::new(&python, vec!["libc.so.6".to_string()]);
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(PROBE_SCRIPT)
+        .arg("cuda-upgrade-probe")
+        .args(request.arguments())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let facts = NodeFacts::parse(&String::from_utf8(output.stdout).unwrap()).unwrap();
+    assert_eq!(facts.probe, request);
+    assert!(facts.python.is_some());
+}
+
+/// The probe script's own output on the real H200 node, idle and while a python process
+/// held 8 GiB (`tests/fixtures/facts/h200-node-*.probe.txt`).
+fn h200_node(state: &str) -> NodeFacts {
+    NodeFacts::parse(&fixture(&format!("h200-node-{state}.probe.txt"))).unwrap()
+}
+
+#[test]
+fn real_h200_probe_output_parses() {
+    let facts = h200_node("idle");
+    assert_eq!(
+        facts.driver.as_ref().unwrap().version.to_string(),
+        "580.159.04"
+    );
+    assert_eq!(facts.gpus.len(), 1);
+    assert_eq!(facts.gpus[0].name, "NVIDIA H200");
+    assert_eq!(facts.gpus[0].compute_capability.unwrap().sm_name(), "sm_90");
+    assert_eq!(
+        facts.gpus[0].uuid.as_deref(),
+        Some("GPU-0bb4dec4-9b99-e4e3-4fd7-06ed5ffc42a9")
+    );
+    assert!(facts.gpus[0].processes.is_empty());
+    let toolkit = facts.toolkits.default_toolkit().unwrap();
+    assert_eq!(toolkit.prefix, Path::new("/usr/local/cuda-13.0"));
+    assert_eq!(toolkit.version.as_ref().unwrap().to_string(), "13.0");
+    let python = facts.python.as_ref().unwrap();
+    assert_eq!(python.version.to_string(), "3.12.3");
+    assert_eq!(python.tags_source, TagsSource::Packaging);
+    assert_eq!(python.tags.len(), 1068);
+    assert_eq!(
+        facts.sitecustomize.as_ref().unwrap().origin.as_deref(),
+        Some(Path::new("/usr/lib/python3.12/sitecustomize.py"))
+    );
+    let torch = facts.torch.as_ref().unwrap();
+    assert_eq!(torch.version.as_ref().unwrap().to_string(), "2.11.0");
+    assert_eq!(torch.build.cuda.as_ref().unwrap().to_string(), "13.0");
+    assert_eq!(
+        torch.build.reported_version.as_deref(),
+        Some("2.11.0+cu130")
+    );
+    assert_eq!(facts.packages.len(), 196);
+    assert_eq!(
+        facts.ldconfig.resolve("libnvrtc.so.13"),
+        Some(Path::new(
+            "/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13"
+        ))
+    );
+    assert_eq!(
+        facts
+            .ldconfig
+            .real_path(Path::new("/lib/x86_64-linux-gnu/libcudnn.so.9")),
+        Some(Path::new("/usr/lib/x86_64-linux-gnu/libcudnn.so.9.14.0"))
+    );
+    assert_eq!(facts.disk.len(), 4);
+    assert_eq!(facts.disk[2].path, Path::new("/opt/torch/.venv"));
+
+    let codes: Vec<FindingCode> = facts
+        .findings()
+        .iter()
+        .map(|finding| finding.code)
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            FindingCode::SystemCudnnOlderThanWheel,
+            FindingCode::SitecustomizeOutsideEnvironment,
+            FindingCode::TorchLabelMissing,
+        ]
+    );
+}
+
+#[test]
+fn real_h200_busy_probe_names_the_holder_and_keeps_the_digest() {
+    let busy = h200_node("busy");
+    let process = &busy.gpus[0].processes[0];
+    assert_eq!(process.pid, 738);
+    assert_eq!(process.process_name, "/opt/torch/.venv/bin/python3");
+    assert_eq!(process.used_memory_mib, Some(8710));
+    let finding = busy
+        .findings()
+        .into_iter()
+        .find(|finding| finding.code == FindingCode::GpusBusy)
+        .unwrap();
+    assert_eq!(
+        finding.message,
+        "GPU `0` (`NVIDIA H200`) is held by `/opt/torch/.venv/bin/python3` (pid `738`, `8710` MiB)"
+    );
+    // Seconds apart, memory in use, processes and free disk differ; the digest does not.
+    let idle = h200_node("idle");
+    assert_ne!(busy.gpus[0].memory_used_mib, idle.gpus[0].memory_used_mib);
+    assert_eq!(busy.digest().unwrap(), idle.digest().unwrap());
+}

@@ -171,6 +171,8 @@ pub fn torch_build(
         };
         let name = requirement.name.to_string();
         let is_cuda_package = name == "cuda-toolkit" || name.starts_with("nvidia-");
+        // `nvidia-ml-py` is the NVML binding, not a CUDA runtime package.
+        // See: <https://docs.nvidia.com/deploy/nvml-api/>
         if !is_cuda_package || name == "nvidia-ml-py" {
             continue;
         }
