@@ -551,7 +551,18 @@ fn real_h200_probe_output_parses() {
         torch.build.reported_version.as_deref(),
         Some("2.11.0+cu130")
     );
-    assert_eq!(facts.packages.len(), 196);
+    // The captured `pip-freeze.txt` (196 lines) left pip out; `--all` keeps it.
+    assert_eq!(facts.packages.len(), 197);
+    assert_eq!(
+        facts
+            .package("pip")
+            .unwrap()
+            .version
+            .as_ref()
+            .unwrap()
+            .to_string(),
+        "24.0"
+    );
     assert_eq!(
         facts.ldconfig.resolve("libnvrtc.so.13"),
         Some(Path::new(
