@@ -263,7 +263,7 @@ fn torch(facts: &NodeFacts, found: &mut Vec<Finding>) {
                     crate::facts::TorchVariantSource::VersionPy => "`torch/version.py`",
                     crate::facts::TorchVariantSource::Requirements => "its CUDA requirements",
                     crate::facts::TorchVariantSource::LocalLabel
-                    | crate::facts::TorchVariantSource::None => "its label",
+                    | crate::facts::TorchVariantSource::NoEvidence => "its label",
                 }
             ),
             None,

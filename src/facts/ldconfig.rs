@@ -308,6 +308,23 @@ mod tests {
     }
 
     #[test]
+    fn ldconfig_lines_with_abi_and_hwcap_flags_parse() {
+        let entries = parse_ldconfig(
+            "\tlibfoo.so.1 (libc6,x86-64, OS ABI: Linux 3.2.0) => /usr/lib/libfoo.so.1\n\
+             \tlibbar.so.2 (libc6,x86-64, hwcap: 0x0000000000000004) => /usr/lib/x86_64/libbar.so.2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            entries[0].flags,
+            vec!["libc6", "x86-64", "OS ABI: Linux 3.2.0"]
+        );
+        assert_eq!(
+            entries[1].path,
+            PathBuf::from("/usr/lib/x86_64/libbar.so.2")
+        );
+    }
+
+    #[test]
     fn malformed_ldconfig_line_is_an_error() {
         assert!(matches!(
             parse_ldconfig("\tlibx.so => \n"),

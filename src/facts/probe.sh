@@ -26,6 +26,10 @@ marker="cuda-upgrade managed block"
 driver_version_file=""
 libraries=""
 while [ "$#" -gt 0 ]; do
+    # A flag without its value ends the list; `shift 2` would stop the script.
+    if [ "$#" -lt 2 ]; then
+        break
+    fi
     case "$1" in
         --python) python="$2"; shift 2 ;;
         --library) libraries="$libraries
@@ -81,6 +85,16 @@ have() {
     command -v "$1" >/dev/null 2>&1
 }
 
+# bounded COMMAND...: runs COMMAND for at most 120 s where `timeout` exists, so that a
+# hung `nvidia-smi` (a GPU fallen off the bus) cannot hang the probe; status 124 then.
+bounded() {
+    if have timeout; then
+        timeout 120 "$@"
+    else
+        "$@"
+    fi
+}
+
 printf '@@cuda-upgrade-probe 1@@\n'
 
 probe_arguments() {
@@ -96,16 +110,16 @@ emit 100 arguments "" -- probe_arguments
 
 # GPUs and the processes that hold them.
 if have nvidia-smi; then
-    emit 256 nvidia-smi-gpus "" -- nvidia-smi \
+    emit 256 nvidia-smi-gpus "" -- bounded nvidia-smi \
         --query-gpu=index,name,driver_version,compute_cap,memory.total,memory.used,uuid \
         --format=csv,noheader,nounits
     if [ "$status" != 0 ]; then
         # Drivers before compute_cap was queryable still answer the rest.
-        emit 256 nvidia-smi-gpus-without-capability "" -- nvidia-smi \
+        emit 256 nvidia-smi-gpus-without-capability "" -- bounded nvidia-smi \
             --query-gpu=index,name,driver_version,memory.total,memory.used,uuid \
             --format=csv,noheader,nounits
     fi
-    emit 1024 nvidia-smi-compute-apps "" -- nvidia-smi \
+    emit 1024 nvidia-smi-compute-apps "" -- bounded nvidia-smi \
         --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv
 else
     absent nvidia-smi-gpus ""
@@ -150,7 +164,7 @@ while IFS= read -r prefix; do
         absent toolkit-version-txt "$prefix"
     fi
     if [ -x "$prefix/bin/nvcc" ]; then
-        emit 10 toolkit-nvcc "$prefix" -- "$prefix/bin/nvcc" --version
+        emit 10 toolkit-nvcc "$prefix" -- bounded "$prefix/bin/nvcc" --version
     else
         absent toolkit-nvcc "$prefix"
     fi
@@ -158,7 +172,7 @@ done <"$scratch/prefixes"
 
 # The target interpreter: one Python program prints everything as one JSON object.
 python_facts() {
-    "$python" - "$@" <<'PYTHON'
+    bounded "$python" - <<'PYTHON'
 import json, os, platform, re, sys, sysconfig
 
 facts = {}
@@ -302,7 +316,7 @@ PYTHON
 }
 if [ -n "$python" ] && [ -x "$python" ]; then
     emit 10 python "$python" -- python_facts
-    emit 4000 pip-freeze "$python" -- "$python" -m pip freeze --all --disable-pip-version-check
+    emit 4000 pip-freeze "$python" -- bounded "$python" -m pip freeze --all --disable-pip-version-check
 else
     absent python "$python"
     absent pip-freeze "$python"

@@ -45,8 +45,8 @@ pub enum TorchVariantSource {
     Requirements,
     /// The local label, e.g. `+cu130`.
     LocalLabel,
-    /// No evidence.
-    None,
+    /// Nothing in the build says.
+    NoEvidence,
 }
 
 /// An installed torch's build, e.g. CUDA `13.0` with cuDNN `9.19.0.56` required.
@@ -230,7 +230,7 @@ pub fn torch_build(
             TorchVariantSource::Requirements,
         ),
         (None, None, None, Some(variant)) => (variant, TorchVariantSource::LocalLabel),
-        (None, None, None, None) => (TorchVariant::Unknown, TorchVariantSource::None),
+        (None, None, None, None) => (TorchVariant::Unknown, TorchVariantSource::NoEvidence),
     };
 
     TorchBuild {
