@@ -1,11 +1,13 @@
 //! cuda-upgrade: moves GPU nodes from one CUDA software stack to another.
 //!
 //! The pipeline flows one way: a [`manifest`] is checked against [`rules`], resolved,
-//! planned per node and applied. This crate root is only the table of contents.
+//! planned per node from [`facts`] and applied. This crate root is only the table of
+//! contents.
 
 pub mod cli;
 pub mod commands;
 pub mod cuda;
+pub mod facts;
 pub mod index;
 pub mod manifest;
 pub mod printer;
