@@ -25,6 +25,67 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Semantic diff of two manifests for a pull-request reviewer.
     Diff(DiffArgs),
+    /// Gather a node's facts in one round trip: GPUs, driver, toolkits, Python, packages, ldconfig, sitecustomize, disk.
+    Probe(ProbeArgs),
+}
+
+/// Which node to work on: this machine or a host over SSH.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false, id = "node")]
+pub struct NodeArgs {
+    /// Work on this machine.
+    #[arg(long)]
+    pub local: bool,
+    /// Work on this host over SSH (a name `ssh` understands, e.g. `node0`).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+}
+
+/// How to reach hosts over SSH.
+#[derive(Debug, Args)]
+pub struct SshArgs {
+    /// An `ssh_config` file to use, e.g. a testbed's.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// A known_hosts file to use instead of the user's.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// Accept and record host keys never seen before (a changed key is still refused).
+    /// Without it, host keys must already be known (strict checking).
+    #[arg(long)]
+    pub accept_new_host_keys: bool,
+}
+
+/// `upgrade probe (--local | --host H)`
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// Take the interpreter and the expected libraries from this manifest.
+    #[arg(long, value_name = "MANIFEST")]
+    pub manifest: Option<PathBuf>,
+    /// The target interpreter (default: the manifest's `target.python`, else `python3`).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// A library that must resolve through the dynamic linker (repeatable).
+    #[arg(long = "library", value_name = "SONAME")]
+    pub libraries: Vec<String>,
+    /// Output format; the JSON is what `--facts` accepts in `lock` and `plan`.
+    #[arg(long, value_enum, default_value_t = FactsFormat::Text)]
+    pub format: FactsFormat,
+}
+
+/// Output of `probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FactsFormat {
+    /// A summary with findings.
+    Text,
+    /// The full facts.
+    Json,
 }
 
 /// `upgrade validate MANIFEST...`

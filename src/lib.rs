@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod commands;
 pub mod cuda;
+pub mod exec;
 pub mod facts;
 pub mod index;
 pub mod manifest;
@@ -14,3 +15,4 @@ pub mod printer;
 pub mod report;
 pub mod rules;
 pub mod shell;
+pub mod transport;

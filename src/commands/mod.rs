@@ -4,6 +4,8 @@
 //! documented in the README.
 
 mod diff;
+mod node;
+mod probe;
 mod validate;
 
 use std::process::ExitCode;
@@ -46,6 +48,15 @@ pub enum CommandError {
     /// A shipped rule file is broken.
     #[error(transparent)]
     Rules(#[from] RulesError),
+    /// A node could not be worked on.
+    #[error(transparent)]
+    Exec(#[from] crate::exec::ExecError),
+    /// Facts could not be read or written.
+    #[error(transparent)]
+    Facts(#[from] crate::facts::FactsError),
+    /// The async runtime could not start.
+    #[error("Failed to start the async runtime")]
+    Runtime(#[source] std::io::Error),
     /// Output could not be written or serialized.
     #[error("Failed to write output")]
     Output(#[source] std::io::Error),
@@ -56,9 +67,18 @@ impl CommandError {
     pub fn exit_status(&self) -> ExitStatus {
         match self {
             Self::Manifest(_) | Self::Rules(_) => ExitStatus::InvalidInput,
-            Self::Output(_) => ExitStatus::Failure,
+            Self::Facts(_) => ExitStatus::InvalidInput,
+            Self::Exec(_) | Self::Runtime(_) | Self::Output(_) => ExitStatus::Failure,
         }
     }
+}
+
+/// A runtime for the verbs that talk to nodes or indexes.
+fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CommandError::Runtime)
 }
 
 /// Run the verb named on the command line.
@@ -66,5 +86,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
     match cli.command {
         Command::Validate(args) => validate::run(&args, printer),
         Command::Diff(args) => diff::run(&args, printer),
+        Command::Probe(args) => probe::run(&args, printer),
     }
 }

@@ -314,6 +314,11 @@ json.dump(facts, sys.stdout, sort_keys=True)
 sys.stdout.write("\n")
 PYTHON
 }
+# A bare name such as `python3` is looked up on PATH, as a shell would.
+case "$python" in
+    */*) ;;
+    ?*) python="$(command -v "$python" 2>/dev/null || printf '%s' "$python")" ;;
+esac
 if [ -n "$python" ] && [ -x "$python" ]; then
     emit 10 python "$python" -- python_facts
     emit 4000 pip-freeze "$python" -- bounded "$python" -m pip freeze --all --disable-pip-version-check

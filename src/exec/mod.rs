@@ -1,0 +1,12 @@
+//! The executor: everything that talks to nodes through a transport.
+//!
+//! Gathering facts is the first thing it does on a node; later stages (steps, the
+//! verification launch) run here too. Everything before the executor is pure.
+
+mod error;
+mod facts;
+mod node;
+
+pub use error::ExecError;
+pub use facts::gather_facts;
+pub use node::{NodeSelection, connect};
