@@ -152,7 +152,7 @@ mod tests {
         let command = NodeCommand::new("env").secret("hf_abc").arg("plain");
         assert_eq!(command.render(), "env hf_abc plain");
         assert_eq!(command.display(), "env *** plain");
-        assert_eq!(format!("{command:?}").contains("hf_abc"), false);
+        assert!(!format!("{command:?}").contains("hf_abc"));
         assert_eq!(mask("token=hf_abc", &command.secrets()), "token=***");
     }
 }
