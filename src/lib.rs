@@ -15,4 +15,5 @@ pub mod printer;
 pub mod report;
 pub mod rules;
 pub mod shell;
+pub mod steps;
 pub mod transport;
