@@ -50,10 +50,10 @@ pub async fn apply_step(
     if step.operations.is_empty() {
         return Ok(StepOutcome::Unchanged);
     }
-    if let Some(verification) = &step.verification {
-        if let Some(failure) = verify(transport, verification, secrets).await? {
-            return Ok(StepOutcome::Failed(failure));
-        }
+    if let Some(verification) = &step.verification
+        && let Some(failure) = verify(transport, verification, secrets).await?
+    {
+        return Ok(StepOutcome::Failed(failure));
     }
     Ok(StepOutcome::Applied)
 }
