@@ -6,6 +6,7 @@
 mod apply;
 mod error;
 mod facts;
+pub mod launch;
 mod node;
 
 pub use apply::{StepFailure, StepOutcome, apply_step, verify, written_paths};
