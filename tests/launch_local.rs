@@ -1,6 +1,9 @@
 //! The verification launch for real through the local transport: a small Python server
 //! that logs like SGLang, becomes ready, fails with a Traceback, exits, or hangs.
-#![expect(clippy::unwrap_used, reason = "a test fails loudly at the first surprise")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the first surprise"
+)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

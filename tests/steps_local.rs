@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use cuda_upgrade::exec::{StepOutcome, apply_step, gather_facts};
+use cuda_upgrade::exec::{ApplyContext, StepOutcome, apply_step, gather_facts};
 use cuda_upgrade::facts::ProbeRequest;
 use cuda_upgrade::steps::{Action, env};
 use cuda_upgrade::transport::{LocalTransport, Transport};
@@ -57,9 +57,11 @@ async fn env_block_is_injected_visible_and_then_a_no_op() {
         "a secret reached the plan: {shown:?}"
     );
 
-    let outcome = apply_step(&transport, &step, &["hf_'$(touch pwned)'"])
-        .await
-        .unwrap();
+    let context = ApplyContext {
+        cache_dir: dir.path().join("cache"),
+        secrets: vec!["hf_'$(touch pwned)'".to_string()],
+    };
+    let outcome = apply_step(&transport, &step, &context).await.unwrap();
     assert_eq!(outcome, StepOutcome::Applied);
     assert!(!Path::new("pwned").exists() && !dir.path().join("pwned").exists());
 
@@ -68,7 +70,7 @@ async fn env_block_is_injected_visible_and_then_a_no_op() {
     assert_eq!(step.action, Action::NoOp, "{}", step.reason);
     assert!(step.operations.is_empty());
     assert_eq!(
-        apply_step(&transport, &step, &[]).await.unwrap(),
+        apply_step(&transport, &step, &context).await.unwrap(),
         StepOutcome::Unchanged
     );
 }

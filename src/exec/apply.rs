@@ -4,14 +4,24 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::facts::parse_ldconfig;
+use crate::facts::{parse_ldconfig, parse_version_json};
 use crate::steps::{Operation, Step, Verification, env};
-use crate::transport::{CommandOutput, NodeCommand, Transport, mask};
+use crate::transport::{CommandOutput, NodeCommand, Transport, download, mask};
 
 use super::ExecError;
 
 /// How many lines of a failing command's output a report shows.
 const TAIL_LINES: usize = 40;
+
+/// What applying needs besides the step: the controller's download cache and the
+/// secret values to mask in every report.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyContext {
+    /// Where fetched files are kept on the controller, e.g. `~/.cache/cuda-upgrade/downloads`.
+    pub cache_dir: PathBuf,
+    /// Values shown as `***` wherever output is reported.
+    pub secrets: Vec<String>,
+}
 
 /// Why a step failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,15 +45,17 @@ pub enum StepOutcome {
     Failed(StepFailure),
 }
 
-/// Apply `step` (when it has operations) and verify it. `secrets` are masked in
-/// every text that leaves this function.
+/// Apply `step` (when it has operations) and verify it. The context's secrets are
+/// masked in every text that leaves this function.
 pub async fn apply_step(
     transport: &Transport,
     step: &Step,
-    secrets: &[&str],
+    context: &ApplyContext,
 ) -> Result<StepOutcome, ExecError> {
+    let secrets: Vec<&str> = context.secrets.iter().map(String::as_str).collect();
+    let secrets = secrets.as_slice();
     for operation in &step.operations {
-        if let Some(failure) = run_operation(transport, operation, secrets).await? {
+        if let Some(failure) = run_operation(transport, operation, context, secrets).await? {
             return Ok(StepOutcome::Failed(failure));
         }
     }
@@ -69,6 +81,7 @@ fn failure(operation: String, output: &CommandOutput, secrets: &[&str]) -> StepF
 async fn run_operation(
     transport: &Transport,
     operation: &Operation,
+    context: &ApplyContext,
     secrets: &[&str],
 ) -> Result<Option<StepFailure>, ExecError> {
     match operation {
@@ -82,6 +95,16 @@ async fn run_operation(
             content,
         } => {
             transport.upload(content, path, *mode).await?;
+            Ok(None)
+        }
+        Operation::Transfer {
+            url,
+            sha256,
+            path,
+            mode,
+        } => {
+            let local = download::fetch(url, sha256, &context.cache_dir).await?;
+            transport.upload_file(&local, path, *mode).await?;
             Ok(None)
         }
         Operation::ReplaceBlock {
@@ -160,6 +183,28 @@ pub async fn verify(
                 ),
             }))
         }
+        Verification::ToolkitVersion { prefix, version } => {
+            let file = prefix.join("version.json");
+            let command = NodeCommand::new("cat").arg(file.display().to_string());
+            let output = transport.run(&command, None).await?;
+            let found = parse_version_json(&file, &output.stdout_text())
+                .ok()
+                .flatten();
+            Ok((found.as_ref() != Some(version)).then(|| StepFailure {
+                operation: command.display(),
+                status: output.status,
+                detail: match found {
+                    Some(found) => {
+                        format!("`{}` names CUDA {found}, not {version}", file.display())
+                    }
+                    None => format!(
+                        "`{}` is missing or unreadable: {}",
+                        file.display(),
+                        output.tail(3)
+                    ),
+                },
+            }))
+        }
         Verification::EnvironmentVisible { python, variables } => {
             const PROGRAM: &str = "import json, os, sys\nprint(json.dumps({name: os.environ.get(name) for name in sys.argv[1:]}))";
             let command = NodeCommand::new(python.display().to_string())
@@ -199,7 +244,7 @@ pub fn written_paths(step: &Step) -> Vec<PathBuf> {
             Operation::Upload { path, .. } | Operation::ReplaceBlock { path, .. } => {
                 Some(path.clone())
             }
-            Operation::Run(_) => None,
+            Operation::Run(_) | Operation::Transfer { .. } => None,
         })
         .collect()
 }

@@ -9,6 +9,9 @@ pub enum ExecError {
     /// The node could not be reached or a command could not run.
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// A file for the node could not be fetched or verified.
+    #[error(transparent)]
+    Download(#[from] crate::transport::download::DownloadError),
     /// The probe ran but its output could not be read.
     #[error("Failed to read the facts of `{host}`")]
     Facts {

@@ -9,7 +9,7 @@ mod facts;
 pub mod launch;
 mod node;
 
-pub use apply::{StepFailure, StepOutcome, apply_step, verify, written_paths};
+pub use apply::{ApplyContext, StepFailure, StepOutcome, apply_step, verify, written_paths};
 pub use error::ExecError;
 pub use facts::gather_facts;
 pub use node::{NodeSelection, connect};

@@ -8,6 +8,7 @@
 
 pub mod env;
 pub mod ldconfig;
+pub mod toolkit;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ impl fmt::Display for Action {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
+    /// The CUDA toolkit in its own prefix.
+    Toolkit,
     /// The dynamic linker's registration of library directories.
     Ldconfig,
     /// Environment variables in the interpreter's `sitecustomize.py`.
@@ -66,6 +69,7 @@ pub enum StepKind {
 impl fmt::Display for StepKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Self::Toolkit => "toolkit",
             Self::Ldconfig => "ldconfig",
             Self::EnvInjection => "env",
         })
@@ -85,6 +89,18 @@ pub enum Operation {
         mode: u32,
         /// The new content.
         content: Vec<u8>,
+    },
+    /// Fetch a file on the controller (once, verified against its sha256), then
+    /// stream it to the node atomically.
+    Transfer {
+        /// e.g. the runfile's URL.
+        url: String,
+        /// Its digest from the manifest.
+        sha256: crate::manifest::Sha256,
+        /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/cuda_13.0.1_580.82.07_linux.run`.
+        path: PathBuf,
+        /// e.g. `0o700`.
+        mode: u32,
     },
     /// Replace (or append) the managed block of a file, keeping every other byte;
     /// creates the file when missing. The block may hold secrets.
@@ -116,6 +132,11 @@ impl Operation {
                     content.len()
                 )
             }
+            Self::Transfer {
+                url, sha256, path, ..
+            } => {
+                format!("download {url} (sha256 {sha256}) to {}", path.display())
+            }
             Self::ReplaceBlock {
                 path,
                 display_block,
@@ -139,6 +160,13 @@ pub enum Verification {
         sonames: Vec<String>,
         /// e.g. `/usr/local/cuda-13.0/targets/x86_64-linux/lib`.
         directories: Vec<PathBuf>,
+    },
+    /// The toolkit's `version.json` names this version.
+    ToolkitVersion {
+        /// e.g. `/usr/local/cuda-13.0`.
+        prefix: PathBuf,
+        /// e.g. `13.0.1`.
+        version: crate::cuda::CudaVersion,
     },
     /// A fresh interpreter sees these variables with these values.
     EnvironmentVisible {

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicU64;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-use super::{CommandOutput, NodeCommand, OutputStream, StreamHandle, TransportError};
+use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
 
 /// Runs commands on this machine.
 #[derive(Debug, Default)]
@@ -32,23 +32,26 @@ impl LocalTransport {
     pub(super) async fn run(
         &self,
         command: &NodeCommand,
-        stdin: Option<&[u8]>,
+        stdin: Stdin<'_>,
     ) -> Result<CommandOutput, TransportError> {
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(command.render())
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
+            .stdin(if matches!(stdin, Stdin::Null) {
                 Stdio::null()
+            } else {
+                Stdio::piped()
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| Self::error(command, source))?;
-        if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-            pipe.write_all(bytes)
+        if let Some(mut pipe) = child.stdin.take() {
+            super::feed(&mut pipe, stdin)
+                .await
+                .map_err(|source| Self::error(command, source))?;
+            pipe.shutdown()
                 .await
                 .map_err(|source| Self::error(command, source))?;
             drop(pipe);

@@ -7,6 +7,7 @@
 //! them so tests and benchmarks can hold the tool to "one for facts".
 
 mod command;
+pub mod download;
 mod error;
 mod local;
 mod ssh;
@@ -21,6 +22,23 @@ pub use command::{Arg, NodeCommand, mask};
 pub use error::TransportError;
 pub use local::LocalTransport;
 pub use ssh::{HostKeyPolicy, SshOptions, SshTransport};
+
+/// What a command reads on its standard input.
+#[derive(Debug, Clone, Copy)]
+pub enum Stdin<'a> {
+    /// Nothing (`/dev/null`).
+    Null,
+    /// These bytes.
+    Bytes(&'a [u8]),
+    /// A file on this machine, streamed (e.g. a 4 GiB runfile).
+    File(&'a Path),
+}
+
+impl<'a> From<Option<&'a [u8]>> for Stdin<'a> {
+    fn from(bytes: Option<&'a [u8]>) -> Self {
+        bytes.map_or(Stdin::Null, Stdin::Bytes)
+    }
+}
 
 /// What a finished command returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +99,24 @@ pub enum Transport {
     Ssh(SshTransport),
 }
 
+/// Write a command's standard input: bytes, or a local file streamed in chunks.
+async fn feed<W: tokio::io::AsyncWrite + Unpin>(
+    pipe: &mut W,
+    stdin: Stdin<'_>,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    match stdin {
+        Stdin::Null => Ok(()),
+        Stdin::Bytes(bytes) => pipe.write_all(bytes).await,
+        Stdin::File(path) => {
+            let mut file = tokio::fs::File::open(path).await.map_err(|error| {
+                std::io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+            })?;
+            tokio::io::copy(&mut file, pipe).await.map(|_| ())
+        }
+    }
+}
+
 /// The script behind [`Transport::upload`]: write stdin next to the destination, set
 /// the mode, fsync through `mv`'s rename — readers see the old file or the new one.
 const UPLOAD_SCRIPT: &str = r#"set -eu
@@ -111,6 +147,15 @@ impl Transport {
         command: &NodeCommand,
         stdin: Option<&[u8]>,
     ) -> Result<CommandOutput, TransportError> {
+        self.run_with(command, Stdin::from(stdin)).await
+    }
+
+    /// Run a command to completion with any kind of standard input.
+    pub async fn run_with(
+        &self,
+        command: &NodeCommand,
+        stdin: Stdin<'_>,
+    ) -> Result<CommandOutput, TransportError> {
         self.counter().fetch_add(1, Ordering::Relaxed);
         match self {
             Self::Local(local) => local.run(command, stdin).await,
@@ -135,13 +180,32 @@ impl Transport {
         path: &Path,
         mode: u32,
     ) -> Result<(), TransportError> {
+        self.upload_from(Stdin::Bytes(content), path, mode).await
+    }
+
+    /// Stream a local file to `path` atomically with `mode`.
+    pub async fn upload_file(
+        &self,
+        local: &Path,
+        path: &Path,
+        mode: u32,
+    ) -> Result<(), TransportError> {
+        self.upload_from(Stdin::File(local), path, mode).await
+    }
+
+    async fn upload_from(
+        &self,
+        content: Stdin<'_>,
+        path: &Path,
+        mode: u32,
+    ) -> Result<(), TransportError> {
         let command = NodeCommand::new("sh")
             .arg("-c")
             .arg(UPLOAD_SCRIPT)
             .arg("upload")
             .arg(path.display().to_string())
             .arg(format!("{mode:o}"));
-        let output = self.run(&command, Some(content)).await?;
+        let output = self.run_with(&command, content).await?;
         if output.success() {
             Ok(())
         } else {

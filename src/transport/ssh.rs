@@ -14,7 +14,7 @@ use openssh::{KnownHosts, Session, SessionBuilder};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 
-use super::{CommandOutput, NodeCommand, OutputStream, StreamHandle, TransportError};
+use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
 
 /// sshd's default `MaxSessions` is 10; stay below it so the master never refuses.
 /// See: https://man.openbsd.org/sshd_config#MaxSessions
@@ -108,17 +108,17 @@ impl SshTransport {
     pub(super) async fn run(
         &self,
         command: &NodeCommand,
-        stdin: Option<&[u8]>,
+        stdin: Stdin<'_>,
     ) -> Result<CommandOutput, TransportError> {
         let _permit = self.sessions.acquire().await.map_err(|_| {
             self.io_error(command, std::io::Error::other("the session pool is closed"))
         })?;
         let mut remote = Session::to_raw_command(Arc::clone(&self.session), command.render());
         remote
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
+            .stdin(if matches!(stdin, Stdin::Null) {
                 Stdio::null()
+            } else {
+                Stdio::piped()
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -126,8 +126,8 @@ impl SshTransport {
             .spawn()
             .await
             .map_err(|source| self.session_error(command, source))?;
-        if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin().take()) {
-            pipe.write_all(bytes)
+        if let Some(mut pipe) = child.stdin().take() {
+            super::feed(&mut pipe, stdin)
                 .await
                 .map_err(|source| self.io_error(command, source))?;
             pipe.shutdown()
