@@ -10,5 +10,6 @@ pub mod index;
 pub mod manifest;
 pub mod printer;
 pub mod report;
+pub mod resolve;
 pub mod rules;
 pub mod shell;

@@ -679,10 +679,10 @@ fn diff_packages(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
                 None
             }
         };
-        if let (Some(o), Some(n)) = (index_of(previous), index_of(package)) {
-            if o != n {
-                notes.push(format!("index: {o} → {n}"));
-            }
+        if let (Some(o), Some(n)) = (index_of(previous), index_of(package))
+            && o != n
+        {
+            notes.push(format!("index: {o} → {n}"));
         }
         if previous.reason != package.reason {
             notes.extend(

@@ -642,12 +642,12 @@ impl Checker {
                 );
                 continue;
             }
-            if url.is_none() {
-                if let Some(first) = indexes.iter().find(|index| index.url.is_none()) {
-                    let first = first.span;
-                    self.error(name_node.span, format!("index `{name}` has no `url`, and `{}` already stands for pip's configured default index (at {first})", first_name(&indexes)));
-                    continue;
-                }
+            if url.is_none()
+                && let Some(first) = indexes.iter().find(|index| index.url.is_none())
+            {
+                let first = first.span;
+                self.error(name_node.span, format!("index `{name}` has no `url`, and `{}` already stands for pip's configured default index (at {first})", first_name(&indexes)));
+                continue;
             }
             indexes.push(Index {
                 name,
@@ -1231,8 +1231,9 @@ impl Checker {
             if let PackageOrigin::Index {
                 index: Some(name), ..
             } = &package.origin
+                && !indexes.iter().any(|index| &index.name == name)
             {
-                if !indexes.iter().any(|index| &index.name == name) {
+                {
                     let defined: Vec<&str> =
                         indexes.iter().map(|index| index.name.as_str()).collect();
                     let message = format!(
