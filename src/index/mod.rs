@@ -7,4 +7,4 @@ pub mod snapshot;
 pub mod tags;
 
 pub use model::{DistFile, IndexContents, Release, Universe};
-pub use snapshot::{SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
+pub use snapshot::{EMBEDDED_SNAPSHOT_FILE, SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
