@@ -4,3 +4,7 @@
 #[cfg(test)]
 #[path = "../solver-tests/packse.rs"]
 mod packse;
+
+#[cfg(test)]
+#[path = "../solver-tests/incidents.rs"]
+mod incidents;

@@ -59,7 +59,7 @@ pub enum CommandError {
     #[error(transparent)]
     Resolve(ResolveError),
     /// No set of releases satisfies the manifest on the node; the report says why.
-    #[error("Failed to resolve `{manifest}` on this node: {report}")]
+    #[error("Failed to resolve `{manifest}` for this node, {report}")]
     Unresolvable {
         /// e.g. `manifests/sglang-0.5.9-cu130.yaml`.
         manifest: String,

@@ -322,6 +322,20 @@ impl<'a> Provider<'a> {
         found
     }
 
+    /// The packages whose recorded dependencies name `dependency`, e.g. `torch 2.9.1`
+    /// for `nvidia-cublas-cu12`.
+    pub fn dependents_of(&self, dependency: &ResolverPackage) -> Vec<(ResolverPackage, Version)> {
+        let mut found: Vec<(ResolverPackage, Version)> = self
+            .edges
+            .borrow()
+            .iter()
+            .filter(|(_, edges)| edges.iter().any(|edge| edge.dependency == *dependency))
+            .map(|((package, version), _)| (package.clone(), version.clone()))
+            .collect();
+        found.sort();
+        found
+    }
+
     /// The index a package is served from, by name, e.g. `pytorch-cu130`.
     pub fn index_name_of(&self, name: &PackageName) -> Option<String> {
         match self.candidates(name).source {
@@ -591,6 +605,11 @@ impl<'a> Provider<'a> {
             versions,
             prereleases_allowed,
         }
+    }
+
+    /// The node's value of a virtual package, e.g. `13.0.1` for `cuda-toolkit`.
+    pub fn virtual_value(&self, package: &VirtualPackage) -> Option<Version> {
+        self.virtual_version(package)
     }
 
     fn virtual_version(&self, package: &VirtualPackage) -> Option<Version> {

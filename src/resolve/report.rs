@@ -28,11 +28,7 @@ pub struct ConflictReport {
 
 impl fmt::Display for ConflictReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "`{}` cannot be resolved on this node, because:",
-            self.manifest
-        )?;
+        writeln!(f, "because:")?;
         for fact in &self.facts {
             writeln!(f, "  - {fact}")?;
         }
@@ -126,6 +122,19 @@ impl Builder<'_, '_> {
 
     fn no_versions(&mut self, package: &ResolverPackage, range: &VersionRange) {
         let environment = self.provider.environment();
+        // pubgrub also records "no other version exists" next to every decision; those
+        // facts (`the toolkit is 13.0.1, outside <13.0.1 or >13.0.1`, `no other local
+        // build of sglang 0.5.9`) restate a pin and explain nothing.
+        if let ResolverPackage::Virtual(virtual_package) = package
+            && let Some(value) = self.provider.virtual_value(virtual_package)
+            && !range.contains(&value)
+            && range.union(&Ranges::singleton(value)) == Ranges::full()
+        {
+            return;
+        }
+        if is_local_tail(range) {
+            return;
+        }
         match package {
             ResolverPackage::Root(_) => {}
             ResolverPackage::Virtual(virtual_package) => {
@@ -141,10 +150,11 @@ impl Builder<'_, '_> {
                         show_range(range)
                     ),
                     VirtualPackage::CudaDriver => match &environment.driver {
-                        Some(driver) => format!(
-                            "the node's driver is {driver} (`target.driver` or the node's facts), outside `{}`",
-                            show_range(range)
-                        ),
+                        Some(driver) => {
+                            format!(
+                                "the node's driver is {driver} (`target.driver` or the node's facts)"
+                            )
+                        }
                         None => "the node has no NVIDIA driver".to_string(),
                     },
                     VirtualPackage::GpuArch(arch) => format!(
@@ -386,10 +396,43 @@ impl Builder<'_, '_> {
                 if let (ResolverPackage::Package(name), Some(runtime_now)) =
                     (package, &environment.cuda_runtime)
                 {
-                    self.hint(format!(
-                        "`{name}` is a `{pattern}` wheel for another CUDA runtime than the stack's {runtime_now}: the package that pulls it in is probably a default-index build; pin that package to a `+{}` build and its explicit index",
-                        runtime_now.local_label()
-                    ));
+                    let label = runtime_now.local_label();
+                    let pullers: Vec<String> = self
+                        .provider
+                        .dependents_of(package)
+                        .into_iter()
+                        .filter_map(|(dependent, version)| match dependent {
+                            ResolverPackage::Package(dependent) => Some((dependent, version)),
+                            _ => None,
+                        })
+                        .map(|(dependent, version)| {
+                            let from = self
+                                .provider
+                                .index_name_of(&dependent)
+                                .map(|index| format!(" from `{index}`"))
+                                .unwrap_or_default();
+                            let to = self
+                                .provider
+                                .explicit_holders(&dependent)
+                                .first()
+                                .map(|index| format!(" with `index: {index}`"))
+                                .unwrap_or_default();
+                            format!(
+                                "`{dependent} {version}`{from} pulls it in: pin `{dependent}` to its `+{label}` build{to}"
+                            )
+                        })
+                        .collect();
+                    if pullers.is_empty() {
+                        self.hint(format!(
+                            "`{name}` is a `{pattern}` wheel, for another CUDA runtime than the stack's {runtime_now}: drop it, or use its CUDA {} counterpart",
+                            runtime_now.major()
+                        ));
+                    } else {
+                        self.hint(format!(
+                            "`{name}` is a `{pattern}` wheel, for another CUDA runtime than the stack's {runtime_now}; {}",
+                            pullers.join("; ")
+                        ));
+                    }
                 }
                 format!(
                     "{subject} belongs to the `{pattern}` wheels: it needs CUDA runtime `{runtime}` (rule `{CUDA_RUNTIME_FILE}`; source: {source})"
@@ -477,6 +520,28 @@ pub fn show_range(range: &VersionRange) -> String {
         return "no version".to_string();
     }
     parts.join(" or ")
+}
+
+/// Whether a range holds only other local builds (or post-local tails) of one
+/// release, e.g. `>0.5.9, <0.5.9.post0.dev0`.
+fn is_local_tail(range: &VersionRange) -> bool {
+    use std::ops::Bound;
+    let Some((lower, upper)) = range.bounding_range() else {
+        return false;
+    };
+    let (Bound::Excluded(low) | Bound::Included(low)) = lower else {
+        return false;
+    };
+    let Bound::Excluded(high) = upper else {
+        return false;
+    };
+    let public = low.clone().without_local();
+    let specifier = pep440_rs::VersionSpecifier::equals_version(public.clone());
+    let run = super::ranges::specifier_to_range(&specifier);
+    let tail = !range.contains(&public) || matches!(lower, Bound::Excluded(_));
+    tail && run
+        .bounding_range()
+        .is_some_and(|(_, end)| end == Bound::Excluded(high))
 }
 
 /// Whether `[low, high)` is exactly the run of local builds of `low`.
