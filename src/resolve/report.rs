@@ -132,7 +132,7 @@ impl Builder<'_, '_> {
         {
             return;
         }
-        if is_local_tail(range) {
+        if is_local_tail(range) || range.complement().as_singleton().is_some() {
             return;
         }
         match package {
