@@ -27,6 +27,8 @@ pub enum Command {
     Diff(DiffArgs),
     /// Gather a node's facts in one round trip: GPUs, driver, toolkits, Python, packages, ldconfig, sitecustomize, disk.
     Probe(ProbeArgs),
+    /// Resolve a manifest for a node: exact versions, indexes, files and hashes. Exit 3 when it cannot be resolved.
+    Lock(LockArgs),
 }
 
 /// Which node to work on: this machine or a host over SSH.
@@ -85,6 +87,35 @@ pub enum FactsFormat {
     /// A summary with findings.
     Text,
     /// The full facts.
+    Json,
+}
+
+/// `upgrade lock MANIFEST`
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// The manifest, e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// The node's facts as JSON (python, implementation, glibc, arch, driver, gpu_arch, toolkit, cuda_runtime); without it, the manifest's `target` and `toolkit`.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// A snapshot of the indexes; without it, the snapshot embedded in the binary (offline).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Write the lock here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "LOCK")]
+    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LockFormat::Text)]
+    pub format: LockFormat,
+}
+
+/// Output of `lock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockFormat {
+    /// `name==version  # index: file sha256:…` lines.
+    Text,
+    /// The lock as JSON (`schema: 1`).
     Json,
 }
 

@@ -13,6 +13,7 @@ pub mod index;
 pub mod manifest;
 pub mod printer;
 pub mod report;
+pub mod resolve;
 pub mod rules;
 pub mod shell;
 pub mod steps;

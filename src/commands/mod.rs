@@ -4,6 +4,7 @@
 //! documented in the README.
 
 mod diff;
+mod lock;
 mod node;
 mod probe;
 mod validate;
@@ -11,8 +12,10 @@ mod validate;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
+use crate::index::SnapshotError;
 use crate::manifest::ManifestError;
 use crate::printer::Printer;
+use crate::resolve::{ConflictReport, ResolveError};
 use crate::rules::RulesError;
 
 /// How a verb ended, as the process exit status.
@@ -60,15 +63,46 @@ pub enum CommandError {
     /// Output could not be written or serialized.
     #[error("Failed to write output")]
     Output(#[source] std::io::Error),
+    /// A snapshot file could not be read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The environment or facts could not be read, or the solver failed.
+    #[error(transparent)]
+    Resolve(ResolveError),
+    /// No set of releases satisfies the manifest on the node; the report says why.
+    #[error("Failed to resolve `{manifest}` for this node, {report}")]
+    Unresolvable {
+        /// e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+        manifest: String,
+        /// The explanation, facts then hints.
+        report: Box<ConflictReport>,
+    },
+}
+
+impl From<ResolveError> for CommandError {
+    fn from(error: ResolveError) -> Self {
+        match error {
+            ResolveError::Unresolvable { manifest, report } => {
+                Self::Unresolvable { manifest, report }
+            }
+            other => Self::Resolve(other),
+        }
+    }
 }
 
 impl CommandError {
     /// The exit status for this error's class.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            Self::Manifest(_) | Self::Rules(_) => ExitStatus::InvalidInput,
-            Self::Facts(_) => ExitStatus::InvalidInput,
-            Self::Exec(_) | Self::Runtime(_) | Self::Output(_) => ExitStatus::Failure,
+            Self::Manifest(_) | Self::Rules(_) | Self::Snapshot(_) | Self::Facts(_) => {
+                ExitStatus::InvalidInput
+            }
+            Self::Resolve(ResolveError::Solver { .. })
+            | Self::Exec(_)
+            | Self::Runtime(_)
+            | Self::Output(_) => ExitStatus::Failure,
+            Self::Resolve(_) => ExitStatus::InvalidInput,
+            Self::Unresolvable { .. } => ExitStatus::Unresolvable,
         }
     }
 }
@@ -87,5 +121,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Validate(args) => validate::run(&args, printer),
         Command::Diff(args) => diff::run(&args, printer),
         Command::Probe(args) => probe::run(&args, printer),
+        Command::Lock(args) => lock::run(&args, printer),
     }
 }

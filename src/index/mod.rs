@@ -4,6 +4,7 @@
 pub mod filename;
 mod model;
 pub mod snapshot;
+pub mod tags;
 
 pub use model::{DistFile, IndexContents, Release, Universe};
-pub use snapshot::{SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
+pub use snapshot::{EMBEDDED_SNAPSHOT_FILE, SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
