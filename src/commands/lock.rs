@@ -34,7 +34,7 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     let environment = match &args.facts {
         Some(path) => {
             let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
-            TargetEnvironment::parse_facts(&text, &path.display().to_string())?
+            TargetEnvironment::read_facts(&manifest, &text, &path.display().to_string())?
         }
         None => TargetEnvironment::from_manifest(&manifest)?,
     };

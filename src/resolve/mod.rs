@@ -11,6 +11,7 @@
 mod environment;
 mod error;
 mod lock;
+mod node;
 mod package;
 mod provider;
 pub mod ranges;
