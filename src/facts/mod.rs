@@ -124,8 +124,32 @@ pub struct NodeFacts {
     pub ldconfig: LdconfigFacts,
     /// Free space under `/`, `/usr/local`, the environment and `/tmp`.
     pub disk: Vec<DiskSpace>,
+    /// What earlier applies recorded about source installs, e.g. sglang's rev and patches.
+    #[serde(default)]
+    pub install_records: Vec<InstallRecord>,
     /// How each probe section ended, for troubleshooting; not part of the digest.
     pub sections: Vec<SectionOutcome>,
+}
+
+/// What a source install left on the node, in `/var/lib/cuda-upgrade/records/NAME.json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InstallRecord {
+    /// The package, e.g. `sglang`.
+    pub package: String,
+    /// The repository, e.g. `https://github.com/sgl-project/sglang`.
+    pub url: String,
+    /// The revision asked for, e.g. `v0.5.9`.
+    pub rev: String,
+    /// The commit it resolved to.
+    pub commit: String,
+    /// The package's directory inside the repository, e.g. `python`.
+    #[serde(default)]
+    pub subdirectory: Option<String>,
+    /// The sha256 of each applied patch, in order.
+    #[serde(default)]
+    pub patches: Vec<String>,
+    /// The interpreter it was installed into.
+    pub python: String,
 }
 
 impl NodeFacts {
@@ -272,6 +296,16 @@ impl NodeFacts {
             torch,
             ldconfig,
             disk,
+            install_records: sections
+                .succeeded("install-records")
+                .map(|section| {
+                    section
+                        .stdout
+                        .lines()
+                        .filter_map(|line| serde_json::from_str(line).ok())
+                        .collect()
+                })
+                .unwrap_or_default(),
             sections: outcomes,
         })
     }

@@ -390,4 +390,13 @@ else
 fi
 emit 2 uname "" -- uname -srm
 
+# What `upgrade apply` recorded about source installs: one JSON document a line.
+install_records() {
+    for record in /var/lib/cuda-upgrade/records/*.json; do
+        [ -f "$record" ] && tr -d '\n' < "$record" && printf '\n'
+    done
+    return 0
+}
+emit 200 install-records "" -- install_records
+
 exit 0
