@@ -11,6 +11,7 @@ pub mod exec;
 pub mod facts;
 pub mod index;
 pub mod manifest;
+pub mod plan;
 pub mod printer;
 pub mod report;
 pub mod resolve;

@@ -183,6 +183,81 @@ pub async fn verify(
                 ),
             }))
         }
+        Verification::PythonRuns { python } => {
+            let command = NodeCommand::new(python.display().to_string())
+                .arg("-c")
+                .arg("import sys; print(sys.prefix)");
+            let output = transport.run(&command, None).await?;
+            Ok((!output.success()).then(|| failure(command.display(), &output, secrets)))
+        }
+        Verification::PackagesMatch {
+            python,
+            expected,
+            absent,
+        } => {
+            let python = python.display().to_string();
+            let list = NodeCommand::new(python.clone()).args([
+                "-m",
+                "pip",
+                "list",
+                "--format=json",
+                "--disable-pip-version-check",
+            ]);
+            let output = transport.run(&list, None).await?;
+            if !output.success() {
+                return Ok(Some(failure(list.display(), &output, secrets)));
+            }
+            let listed: Vec<serde_json::Value> =
+                serde_json::from_str(output.stdout_text().trim()).unwrap_or_default();
+            let normalize = |name: &str| name.to_ascii_lowercase().replace(['_', '.'], "-");
+            let found: std::collections::BTreeMap<String, String> = listed
+                .iter()
+                .filter_map(|item| {
+                    Some((
+                        normalize(item.get("name")?.as_str()?),
+                        item.get("version")?.as_str()?.to_string(),
+                    ))
+                })
+                .collect();
+            let mut problems: Vec<String> = expected
+                .iter()
+                .filter(|(name, version)| found.get(&normalize(name)) != Some(version))
+                .map(|(name, version)| match found.get(&normalize(name)) {
+                    Some(other) => format!("`{name}` is {other}, the lock says {version}"),
+                    None => format!("`{name}` is not installed (the lock says {version})"),
+                })
+                .collect();
+            problems.extend(
+                absent
+                    .iter()
+                    .filter(|name| found.contains_key(&normalize(name)))
+                    .map(|name| format!("`{name}` is still installed")),
+            );
+            if !problems.is_empty() {
+                return Ok(Some(StepFailure {
+                    operation: list.display(),
+                    status: output.status,
+                    detail: problems.join("\n"),
+                }));
+            }
+            let check = NodeCommand::new(python).args([
+                "-m",
+                "pip",
+                "check",
+                "--disable-pip-version-check",
+            ]);
+            let output = transport.run(&check, None).await?;
+            Ok((!output.success()).then(|| failure(check.display(), &output, secrets)))
+        }
+        Verification::SourceInstalled { python, package } => {
+            let record = format!("{}/{package}.json", crate::steps::source::RECORD_DIR);
+            let command = NodeCommand::new(python.display().to_string())
+                .arg("-c")
+                .arg("import json, sys; print(json.load(open(sys.argv[1]))['commit'])")
+                .arg(record);
+            let output = transport.run(&command, None).await?;
+            Ok((!output.success()).then(|| failure(command.display(), &output, secrets)))
+        }
         Verification::ToolkitVersion { prefix, version } => {
             let file = prefix.join("version.json");
             let command = NodeCommand::new("cat").arg(file.display().to_string());

@@ -8,6 +8,9 @@
 
 pub mod env;
 pub mod ldconfig;
+pub mod pip;
+pub mod python_env;
+pub mod source;
 pub mod toolkit;
 
 use std::fmt;
@@ -58,8 +61,14 @@ impl fmt::Display for Action {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
+    /// The target virtual environment.
+    PythonEnv,
     /// The CUDA toolkit in its own prefix.
     Toolkit,
+    /// The environment's packages equal to the lock.
+    PipPins,
+    /// A package built from a git checkout with local patches.
+    SourceInstall,
     /// The dynamic linker's registration of library directories.
     Ldconfig,
     /// Environment variables in the interpreter's `sitecustomize.py`.
@@ -69,7 +78,10 @@ pub enum StepKind {
 impl fmt::Display for StepKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
+            Self::PythonEnv => "python-env",
             Self::Toolkit => "toolkit",
+            Self::PipPins => "pip",
+            Self::SourceInstall => "source",
             Self::Ldconfig => "ldconfig",
             Self::EnvInjection => "env",
         })
@@ -160,6 +172,28 @@ pub enum Verification {
         sonames: Vec<String>,
         /// e.g. `/usr/local/cuda-13.0/targets/x86_64-linux/lib`.
         directories: Vec<PathBuf>,
+    },
+    /// The interpreter starts.
+    PythonRuns {
+        /// e.g. `/opt/ml-env/bin/python3`.
+        python: PathBuf,
+    },
+    /// `pip list` shows exactly these versions (local labels included), none of the
+    /// removed packages, and `pip check` passes.
+    PackagesMatch {
+        /// e.g. `/opt/ml-env/bin/python3`.
+        python: PathBuf,
+        /// Name and exact version, e.g. `torch`, `2.9.1+cu130`.
+        expected: Vec<(String, String)>,
+        /// Names that must not be installed.
+        absent: Vec<String>,
+    },
+    /// A source install's record names this commit and these patches.
+    SourceInstalled {
+        /// The interpreter, e.g. `/opt/ml-env/bin/python3`.
+        python: PathBuf,
+        /// e.g. `sglang`.
+        package: String,
     },
     /// The toolkit's `version.json` names this version.
     ToolkitVersion {

@@ -1,0 +1,186 @@
+//! Plans: the desired state (manifest + lock) × a node's facts → the ordered steps for
+//! that node, each with its action (`+ ~ -` or no-op), its reason and its exact
+//! commands (secrets masked). Pure: `plan` is `apply` minus the executor.
+
+mod render;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::facts::NodeFacts;
+use crate::manifest::{Manifest, PackageOrigin, Verify};
+use crate::resolve::Lock;
+use crate::steps::env::ResolvedVar;
+use crate::steps::{self, Action, Step};
+
+pub use render::{json, text};
+
+/// Failed to plan a node.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The environment is missing and the manifest says nothing about creating it.
+    #[error(
+        "Failed to plan `{node}`: `{python}` does not exist and the manifest names no `target.base_python` to create it from"
+    )]
+    NoBaseInterpreter {
+        /// e.g. `node0`.
+        node: String,
+        /// e.g. `/opt/ml-env/bin/python3`.
+        python: String,
+    },
+    /// The pip step could not be planned.
+    #[error(transparent)]
+    Pip(#[from] steps::pip::PipError),
+    /// A source install could not be planned.
+    #[error(transparent)]
+    Source(#[from] steps::source::SourceError),
+}
+
+/// Everything a node's plan is made from.
+pub struct PlanInput<'a> {
+    /// The node's name, e.g. `node0` or `local`.
+    pub node: &'a str,
+    /// The manifest.
+    pub manifest: &'a Manifest,
+    /// Its directory, for patch files.
+    pub manifest_dir: &'a Path,
+    /// Its resolution for this node.
+    pub lock: &'a Lock,
+    /// The node's facts.
+    pub facts: &'a NodeFacts,
+    /// Index name → URL for the lock's indexes.
+    pub index_urls: &'a BTreeMap<String, String>,
+    /// The manifest's variables with their values resolved.
+    pub env: &'a [ResolvedVar],
+}
+
+/// One node's plan.
+#[derive(Debug, Clone)]
+pub struct NodePlan {
+    /// e.g. `node0`.
+    pub node: String,
+    /// The manifest's name.
+    pub manifest: String,
+    /// The ordered steps, no-ops included.
+    pub steps: Vec<Step>,
+    /// The verification launch that ends `apply`.
+    pub verify: Option<Verify>,
+}
+
+/// How many steps of each action a plan has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// `+`.
+    pub create: usize,
+    /// `~`.
+    pub change: usize,
+    /// `-`.
+    pub remove: usize,
+    /// Nothing to do.
+    pub unchanged: usize,
+}
+
+impl NodePlan {
+    /// Counts by action.
+    pub fn summary(&self) -> Summary {
+        let mut summary = Summary::default();
+        for step in &self.steps {
+            match step.action {
+                Action::Create => summary.create += 1,
+                Action::Change => summary.change += 1,
+                Action::Remove => summary.remove += 1,
+                Action::NoOp => summary.unchanged += 1,
+            }
+        }
+        summary
+    }
+
+    /// `true` when every step is a no-op.
+    pub fn is_converged(&self) -> bool {
+        self.steps.iter().all(|step| step.action == Action::NoOp)
+    }
+}
+
+/// Plan one node: python environment, toolkit, pip pins, source installs, ldconfig,
+/// env injection — in that order, each judged from the facts.
+pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
+    let PlanInput {
+        node,
+        manifest,
+        manifest_dir,
+        lock,
+        facts,
+        index_urls,
+        env,
+    } = input;
+    let python = &manifest.target.python;
+    let mut steps = Vec::new();
+    let env_step = steps::python_env::plan(&manifest.target, facts).ok_or_else(|| {
+        PlanError::NoBaseInterpreter {
+            node: node.to_string(),
+            python: python.display().to_string(),
+        }
+    })?;
+    let fresh_env = env_step.action != Action::NoOp;
+    steps.push(env_step);
+    if let Some(toolkit) = &manifest.toolkit {
+        steps.push(steps::toolkit::plan(toolkit, facts));
+    }
+    // A new environment has nothing installed, whatever the old facts said.
+    let empty;
+    let package_facts = if fresh_env {
+        empty = NodeFacts {
+            packages: Vec::new(),
+            install_records: Vec::new(),
+            ..(*facts).clone()
+        };
+        &empty
+    } else {
+        *facts
+    };
+    steps.push(steps::pip::plan(lock, python, package_facts, index_urls)?);
+    for package in &manifest.packages {
+        if let PackageOrigin::Git(git) = &package.origin {
+            steps.push(steps::source::plan(
+                &package.name.to_string(),
+                git,
+                python,
+                manifest_dir,
+                package_facts,
+            )?);
+        }
+    }
+    if let Some(ldconfig) = &manifest.ldconfig {
+        steps.push(steps::ldconfig::plan(ldconfig, &manifest.name, facts));
+    }
+    if !env.is_empty() {
+        let fallback = python
+            .parent()
+            .and_then(Path::parent)
+            .map(|prefix| prefix.join("lib/sitecustomize.py"))
+            .unwrap_or_default();
+        let env_facts = if fresh_env {
+            // The environment's interpreter does not exist yet: the block goes where
+            // its base interpreter imports sitecustomize from, or into the new
+            // environment's site-packages.
+            package_facts
+        } else {
+            *facts
+        };
+        steps.push(steps::env::plan(
+            env,
+            &manifest.name,
+            python,
+            env_facts,
+            fallback,
+        ));
+    }
+    Ok(NodePlan {
+        node: node.to_string(),
+        manifest: manifest.name.clone(),
+        steps,
+        verify: manifest.verify.clone(),
+    })
+}
