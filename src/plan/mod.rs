@@ -144,7 +144,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
     for package in &manifest.packages {
         if let PackageOrigin::Git(git) = &package.origin {
             steps.push(steps::source::plan(
-                &package.name.to_string(),
+                package.name.as_ref(),
                 git,
                 python,
                 manifest_dir,

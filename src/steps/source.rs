@@ -85,7 +85,7 @@ pub fn plan(
         let full = manifest_dir.join(path);
         let content = fs_err::read(&full).map_err(|source| SourceError::Patch {
             path: full.clone(),
-            source: source.into(),
+            source,
         })?;
         patches.push((path.clone(), content));
     }
