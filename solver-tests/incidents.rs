@@ -108,6 +108,7 @@ fn seed_incidents() {
                         .collect();
                     assert!(found.is_empty(), "{name}: unexpected {found:?}");
                 }
+                insta::assert_snapshot!(format!("lock-{name}"), lock.text(), &scenario.description);
             }
             (Err(ResolveError::Unresolvable { report, .. }), Expect::Unresolvable) => {
                 let text = report.to_string();

@@ -35,6 +35,7 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         Some(path) => {
             let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
             TargetEnvironment::parse_facts(&text, &path.display().to_string())?
+                .with_manifest_toolkit(&manifest)
         }
         None => TargetEnvironment::from_manifest(&manifest)?,
     };
