@@ -12,3 +12,7 @@ mod incidents;
 #[cfg(test)]
 #[path = "../solver-tests/brute_force.rs"]
 mod brute_force;
+
+#[cfg(test)]
+#[path = "../solver-tests/cli.rs"]
+mod cli;
