@@ -236,6 +236,13 @@ impl Builder<'_, '_> {
                     "no release of `{name}` matches `{}`{from}",
                     show_range(range)
                 ));
+                for index in &holders {
+                    if let Some(version) = self.provider.versions_on(index, name, range).first() {
+                        self.hint(format!(
+                            "the explicit index `{index}` has `{name} {version}`: add `index: {index}` to `{name}` under `packages:` (an explicit index serves only the packages that name it)"
+                        ));
+                    }
+                }
                 let hidden = self.provider.hidden_prereleases(name, range);
                 if let Some(newest) = hidden.first() {
                     self.hint(format!(
