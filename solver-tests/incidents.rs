@@ -108,6 +108,7 @@ fn seed_incidents() {
                         .collect();
                     assert!(found.is_empty(), "{name}: unexpected {found:?}");
                 }
+                insta::assert_snapshot!(format!("lock-{name}"), lock.text(), &scenario.description);
             }
             (Err(ResolveError::Unresolvable { report, .. }), Expect::Unresolvable) => {
                 let text = report.to_string();
@@ -124,5 +125,49 @@ fn seed_incidents() {
             }
             (Err(error), _) => panic!("{name}: {error}: {error:?}"),
         }
+    }
+}
+
+/// The diff's resolution section for the seed upgrade: CUDA 12.8 baseline → CUDA 13.
+#[test]
+fn diff_of_the_seed_upgrade_names_its_hazards() {
+    let snapshot = Snapshot::embedded().unwrap();
+    let rules = RuleSet::embedded().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let load = |file: &str| manifest::load_file(&root.join(file)).unwrap();
+    let old = load("manifests/cuda12.8-baseline.yaml");
+    let new = load("manifests/sglang-0.5.9-cu130.yaml");
+    let outcome = |manifest: &manifest::Manifest, file: &str| {
+        let environment = TargetEnvironment::from_manifest(manifest).unwrap();
+        resolve::resolve(
+            &Request::from_manifest(manifest, file),
+            &snapshot.universe,
+            &environment,
+            &rules,
+        )
+    };
+    let entries = resolve::resolution_entries(
+        &old,
+        &new,
+        &outcome(&old, "old.yaml"),
+        &outcome(&new, "new.yaml"),
+        &rules,
+    );
+    let subjects: Vec<String> = entries
+        .iter()
+        .map(|entry| format!("{:?} {}", entry.section, entry.subject))
+        .collect();
+    for expected in [
+        "Resolution torch",
+        "Resolution nvidia-cublas-cu12",
+        "Hazards cuda-toolkit",
+        "Hazards driver minimum",
+        "Hazards triton",
+        "Hazards cuda-runtime",
+    ] {
+        assert!(
+            subjects.iter().any(|subject| subject == expected),
+            "{expected} in {subjects:?}"
+        );
     }
 }

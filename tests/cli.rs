@@ -364,6 +364,8 @@ fn assert_markdown_is_inert(markdown: &str) {
                         "ldconfig",
                         "Environment",
                         "Verification launch",
+                        "Resolution (locked closure, offline)",
+                        "Hazards",
                     ]
                     .contains(&heading.as_str());
                 assert!(known, "a value became a heading: {heading:?}");

@@ -8,3 +8,11 @@ mod packse;
 #[cfg(test)]
 #[path = "../solver-tests/incidents.rs"]
 mod incidents;
+
+#[cfg(test)]
+#[path = "../solver-tests/brute_force.rs"]
+mod brute_force;
+
+#[cfg(test)]
+#[path = "../solver-tests/cli.rs"]
+mod cli;

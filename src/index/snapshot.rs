@@ -4,7 +4,7 @@
 //! [`Universe`]: indexes by manifest name, packages, releases, files. Only index
 //! names, file names and hashes are kept — never a URL — so a snapshot can be shared
 //! and committed without leaking where a mirror lives. Documented in
-//! `manifests/README.md`.
+//! `manifests/snapshots/README.md`.
 
 use std::path::Path;
 

@@ -38,6 +38,10 @@ pub enum Section {
     Env,
     /// `verify`.
     Verify,
+    /// The closure of the two resolutions (the locks), compared.
+    Resolution,
+    /// Rules a change newly triggers.
+    Hazards,
 }
 
 impl Section {
@@ -54,6 +58,8 @@ impl Section {
             Self::Ldconfig => "ldconfig",
             Self::Env => "Environment",
             Self::Verify => "Verification launch",
+            Self::Resolution => "Resolution (locked closure, offline)",
+            Self::Hazards => "Hazards",
         }
     }
 }

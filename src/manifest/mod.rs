@@ -7,6 +7,7 @@ mod load;
 mod model;
 pub mod yaml;
 
+pub(crate) use diff::direction;
 pub use diff::{Change, DiffEntry, ManifestDiff, Section, VersionDirection, diff};
 pub use error::{Diagnostic, ManifestError};
 pub use load::{ManifestSource, load, load_file, load_str};

@@ -144,6 +144,16 @@ impl TargetEnvironment {
         })
     }
 
+    /// The node after the change: the facts' interpreter, platform, driver and GPUs, with
+    /// the toolkit the manifest installs (and its runtime) in place of the node's own.
+    pub fn with_manifest_toolkit(mut self, manifest: &Manifest) -> Self {
+        if let Some(toolkit) = &manifest.toolkit {
+            self.cuda_runtime = Some(toolkit.version.release());
+            self.toolkit = Some(toolkit.version.clone());
+        }
+        self
+    }
+
     /// Read a facts file's JSON text; `file` names it in errors.
     pub fn parse_facts(text: &str, file: &str) -> Result<Self, ResolveError> {
         let facts: FactsFile =

@@ -105,9 +105,11 @@ impl Lock {
         let assumed = &self.assumed;
         let optional = |value: Option<String>| value.unwrap_or_else(|| "none".to_string());
         out.push_str(&format!(
-            "# assumed: python {} ({:?}), glibc {}, {}, driver {}, gpu {}, toolkit {}, cuda runtime {}\n",
+            "# assumed: python {} ({}), glibc {}, {}, driver {}, gpu {}, toolkit {}, cuda runtime {}\n",
             assumed.python,
-            assumed.implementation,
+            match assumed.implementation {
+                super::environment::Implementation::Cpython => "cpython",
+            },
             assumed.glibc,
             assumed.arch,
             optional(assumed.driver.as_ref().map(ToString::to_string)),

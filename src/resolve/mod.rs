@@ -8,6 +8,7 @@
 //! stand for the node (`python`, `glibc`, `cuda-driver`, `gpu-arch`, `cuda-toolkit`,
 //! `cuda-runtime`). It reads indexes only through the universe: no I/O here.
 
+mod compare;
 mod environment;
 mod error;
 mod lock;
@@ -20,6 +21,7 @@ mod request;
 
 use std::collections::BTreeMap;
 
+pub use compare::{Outcome, resolution_entries};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
 pub use error::ResolveError;
 pub use lock::{LOCK_SCHEMA, Lock, LockedPackage, LockedSource};

@@ -61,7 +61,7 @@ impl TargetEnvironment {
     pub fn read_facts(manifest: &Manifest, text: &str, file: &str) -> Result<Self, ResolveError> {
         match NodeFacts::from_json(text) {
             Ok(facts) => Self::from_node(manifest, &facts),
-            Err(_) => Self::parse_facts(text, file),
+            Err(_) => Ok(Self::parse_facts(text, file)?.with_manifest_toolkit(manifest)),
         }
     }
 }

@@ -367,6 +367,31 @@ impl<'a> Provider<'a> {
         self.overrides.contains_key(name)
     }
 
+    /// Versions of `name` in `range` that the named index has, newest first, e.g.
+    /// `2.9.1+cu130` on `pytorch-cu130`.
+    pub fn versions_on(
+        &self,
+        index: &str,
+        name: &PackageName,
+        range: &VersionRange,
+    ) -> Vec<Version> {
+        let mut found: Vec<Version> = self
+            .universe
+            .index(index)
+            .and_then(|contents| contents.packages.get(name))
+            .map(|releases| {
+                releases
+                    .iter()
+                    .map(|release| release.version.clone())
+                    .filter(|version| range.contains(version))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found.reverse();
+        found
+    }
+
     /// The index a package is pinned to in the manifest, e.g. `pytorch-cu130`.
     pub fn index_pin(&self, name: &PackageName) -> Option<&str> {
         self.index_pins.get(name).map(String::as_str)

@@ -180,6 +180,29 @@ impl Builder<'_, '_> {
                 self.fact(fact);
             }
             ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
+                if let Some(git) = self.provider.git_source(name) {
+                    match &git.version {
+                        Some(version) => {
+                            self.fact(format!(
+                                "the manifest builds `{name}` from git `{}` at `{}`, and no open index records `{name} {version}`, whose requirements stand in for the checkout's",
+                                git.url, git.rev
+                            ));
+                            self.hint(format!(
+                                "record `{name} {version}` in the snapshot (`--snapshot FILE`), or set `version:` to a release an index has"
+                            ));
+                        }
+                        None => {
+                            self.fact(format!(
+                                "the manifest builds `{name}` from git `{}` at `{}` without `version:`, so its requirements are unknown",
+                                git.url, git.rev
+                            ));
+                            self.hint(format!(
+                                "add `version:` (the version the checkout builds) to `{name}` under `packages:`"
+                            ));
+                        }
+                    }
+                    return;
+                }
                 let holders = self.provider.explicit_holders(name);
                 if let Some(index) = self.provider.index_pin(name)
                     && self.provider.index_name_of(name).is_none()
@@ -213,6 +236,13 @@ impl Builder<'_, '_> {
                     "no release of `{name}` matches `{}`{from}",
                     show_range(range)
                 ));
+                for index in &holders {
+                    if let Some(version) = self.provider.versions_on(index, name, range).first() {
+                        self.hint(format!(
+                            "the explicit index `{index}` has `{name} {version}`: add `index: {index}` to `{name}` under `packages:` (an explicit index serves only the packages that name it)"
+                        ));
+                    }
+                }
                 let hidden = self.provider.hidden_prereleases(name, range);
                 if let Some(newest) = hidden.first() {
                     self.hint(format!(

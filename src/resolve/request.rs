@@ -135,7 +135,7 @@ impl Request {
         let requirements = manifest
             .packages
             .iter()
-            .filter_map(|package| {
+            .map(|package| {
                 let extras = package
                     .extras
                     .iter()
@@ -146,11 +146,17 @@ impl Request {
                         (specifiers.clone(), index.clone(), None)
                     }
                     PackageOrigin::Git(git) => {
-                        let version = git.version.clone()?;
-                        (exact(&version), None, Some(git.clone()))
+                        // Without `version:` the checkout's version is unknown; the
+                        // provider then has no metadata to read and says so.
+                        let specifiers = git
+                            .version
+                            .as_ref()
+                            .map(exact)
+                            .unwrap_or_else(VersionSpecifiers::empty);
+                        (specifiers, None, Some(git.clone()))
                     }
                 };
-                Some(RootRequirement {
+                RootRequirement {
                     requirement: Requirement {
                         name: package.name.clone(),
                         extras,
@@ -161,7 +167,7 @@ impl Request {
                     index,
                     git,
                     origin: origin(package.span),
-                })
+                }
             })
             .collect();
         let pins = |pins: &[crate::manifest::Pin]| {
