@@ -11,4 +11,5 @@ pub mod manifest;
 pub mod printer;
 pub mod report;
 pub mod rules;
+pub mod settings;
 pub mod shell;
