@@ -679,10 +679,10 @@ fn diff_packages(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
                 None
             }
         };
-        if let (Some(o), Some(n)) = (index_of(previous), index_of(package)) {
-            if o != n {
-                notes.push(format!("index: {o} → {n}"));
-            }
+        if let (Some(o), Some(n)) = (index_of(previous), index_of(package))
+            && o != n
+        {
+            notes.push(format!("index: {o} → {n}"));
         }
         if previous.reason != package.reason {
             notes.extend(
@@ -711,13 +711,21 @@ fn diff_packages(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
         .iter()
         .filter(|p| new.package(&p.name).is_none())
     {
+        let notes = new
+            .overrides
+            .iter()
+            .map(|pin| ("overrides", pin))
+            .chain(new.constraints.iter().map(|pin| ("constraints", pin)))
+            .filter(|(_, pin)| pin.requirement.name == package.name)
+            .map(|(section, pin)| format!("still pinned through {section}: {}", pin.requirement))
+            .collect();
         b.push(
             Section::Packages,
             package.name.to_string(),
             Change::Removed {
                 old: describe_origin(package),
             },
-            Vec::new(),
+            notes,
         );
     }
 }

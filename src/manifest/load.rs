@@ -642,12 +642,12 @@ impl Checker {
                 );
                 continue;
             }
-            if url.is_none() {
-                if let Some(first) = indexes.iter().find(|index| index.url.is_none()) {
-                    let first = first.span;
-                    self.error(name_node.span, format!("index `{name}` has no `url`, and `{}` already stands for pip's configured default index (at {first})", first_name(&indexes)));
-                    continue;
-                }
+            if url.is_none()
+                && let Some(first) = indexes.iter().find(|index| index.url.is_none())
+            {
+                let first = first.span;
+                self.error(name_node.span, format!("index `{name}` has no `url`, and `{}` already stands for pip's configured default index (at {first})", first_name(&indexes)));
+                continue;
             }
             indexes.push(Index {
                 name,
@@ -681,6 +681,7 @@ impl Checker {
             return Vec::new();
         };
         let mut packages: Vec<Package> = Vec::new();
+        let mut seen: Vec<(&Key, PackageName)> = Vec::new();
         for (key, value) in entries {
             let name = match PackageName::from_str(&key.text) {
                 Ok(name) => name,
@@ -692,11 +693,15 @@ impl Checker {
                     continue;
                 }
             };
-            if let Some(first) = packages.iter().find(|package| package.name == name) {
-                let first = first.span;
-                self.error(key.span, format!("package `{name}` is listed twice (first at {first}; names compare after PEP 503 normalization)"));
+            if let Some((first, _)) = seen.iter().find(|(_, seen_name)| *seen_name == name) {
+                // An identical key was already reported by the parser as a duplicate.
+                if first.text != key.text {
+                    let first = first.span;
+                    self.error(key.span, format!("package `{name}` is listed twice (first at {first}; names compare after PEP 503 normalization)"));
+                }
                 continue;
             }
+            seen.push((key, name.clone()));
             if let Some(package) = self.package(name, key, value) {
                 packages.push(package);
             }
@@ -1231,23 +1236,21 @@ impl Checker {
             if let PackageOrigin::Index {
                 index: Some(name), ..
             } = &package.origin
+                && !indexes.iter().any(|index| &index.name == name)
             {
-                if !indexes.iter().any(|index| &index.name == name) {
-                    let defined: Vec<&str> =
-                        indexes.iter().map(|index| index.name.as_str()).collect();
-                    let message = format!(
-                        "package `{}` names index `{name}`, which `indexes` does not define",
-                        package.name
+                let defined: Vec<&str> = indexes.iter().map(|index| index.name.as_str()).collect();
+                let message = format!(
+                    "package `{}` names index `{name}`, which `indexes` does not define",
+                    package.name
+                );
+                if defined.is_empty() {
+                    self.error_with_hint(package.span, message, "add it under `indexes`");
+                } else {
+                    self.error_with_hint(
+                        package.span,
+                        message,
+                        format!("defined indexes: {}", defined.join(", ")),
                     );
-                    if defined.is_empty() {
-                        self.error_with_hint(package.span, message, "add it under `indexes`");
-                    } else {
-                        self.error_with_hint(
-                            package.span,
-                            message,
-                            format!("defined indexes: {}", defined.join(", ")),
-                        );
-                    }
                 }
             }
         }
@@ -1275,8 +1278,13 @@ fn first_name(indexes: &[Index]) -> String {
         .unwrap_or_default()
 }
 
+/// The first line of a parser's multi-line message, without its trailing colon.
 fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or(text)
+    text.lines()
+        .next()
+        .unwrap_or(text)
+        .trim_end()
+        .trim_end_matches(':')
 }
 
 /// Parse `90s`, `10m`, `1h30m`, `500ms`. On failure, returns a hint.

@@ -214,9 +214,11 @@ impl MarkedEventReceiver for TreeBuilder {
                         kind: NodeKind::Sequence(items),
                         span,
                     },
+                    // A mapping is located at its first key: the parser's own mark for a
+                    // block mapping is the first value indicator, which reads oddly in errors.
                     Some(Frame::Mapping(span, entries, _)) => Node {
+                        span: entries.first().map_or(span, |(key, _)| key.span),
                         kind: NodeKind::Mapping(entries),
-                        span,
                     },
                     None => return,
                 };

@@ -51,22 +51,35 @@ pub fn markdown_code(value: &str) -> String {
     format!("{fence}{pad}{value}{pad}{fence}")
 }
 
-/// Markdown prose that shows `value` literally: ASCII punctuation backslash-escaped
-/// (CommonMark allows it for every ASCII punctuation character), `<` and `>` as entities.
+/// Markdown prose that shows `value` literally: the characters that start inline
+/// markup (`` \ ` * _ [ ] | ~ ``) are backslash-escaped (CommonMark allows it for
+/// every ASCII punctuation character), `<`, `>` and `&` become entities, and a
+/// character that would start a block (`#`, `-`, `+`, `=`, `1.`) is escaped at the start.
 pub fn markdown_text(value: &str) -> String {
     let value = text_value(value);
     let mut escaped = String::with_capacity(value.len());
-    for ch in value.chars() {
+    for (position, ch) in value.chars().enumerate() {
         match ch {
             '<' => escaped.push_str("&lt;"),
             '>' => escaped.push_str("&gt;"),
             '&' => escaped.push_str("&amp;"),
-            c if c.is_ascii_punctuation() => {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
                 escaped.push('\\');
-                escaped.push(c);
+                escaped.push(ch);
+            }
+            '#' | '-' | '+' | '=' | '.' | ')' if position == 0 => {
+                escaped.push('\\');
+                escaped.push(ch);
             }
             c => escaped.push(c),
         }
+    }
+    // `1. text` at the start would open an ordered list.
+    if let Some(dot) = escaped.find(['.', ')'])
+        && dot > 0
+        && escaped[..dot].bytes().all(|b| b.is_ascii_digit())
+    {
+        escaped.insert(dot, '\\');
     }
     escaped
 }
@@ -85,11 +98,14 @@ mod tests {
 
     #[test]
     fn prose_is_inert() {
-        assert_eq!(markdown_text("<img src=x>"), "&lt;img src\\=x&gt;");
+        assert_eq!(markdown_text("<img src=x>"), "&lt;img src=x&gt;");
         assert_eq!(
             markdown_text("**bold** [link](u)"),
-            "\\*\\*bold\\*\\* \\[link\\]\\(u\\)"
+            "\\*\\*bold\\*\\* \\[link\\](u)"
         );
+        assert_eq!(markdown_text("# title"), "\\# title");
+        assert_eq!(markdown_text("12. item"), "12\\. item");
+        assert_eq!(markdown_text("a 1. b"), "a 1. b");
         assert_eq!(text_value("a\u{1b}[31mred"), "a\\u{1b}[31mred");
     }
 }

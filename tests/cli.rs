@@ -1,0 +1,375 @@
+//! The `upgrade` binary as a user runs it: `validate` and `diff`.
+//!
+//! See: issue 2 (foundation) — the malformed-manifest corpus, the seed diff, and the
+//! guarantee that no manifest value reaches any output format unescaped.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly at the first surprise"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn upgrade(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run upgrade")
+}
+
+fn upgrade_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run upgrade")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
+}
+
+fn invalid_corpus() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/manifests/invalid");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn shipped_manifests_are_valid() {
+    let output = upgrade(&[
+        "validate",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "manifests/cuda12.8-baseline.yaml",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("ok: manifests/sglang-0.5.9-cu130.yaml"));
+}
+
+/// Every file of the corpus exits 2 and reports each `# expect: LINE:COLUMN text` line
+/// of its header at exactly that position.
+#[test]
+fn malformed_manifests_are_located() {
+    let files = invalid_corpus();
+    assert!(files.len() >= 25, "corpus has {} files", files.len());
+    let mut all_text = String::new();
+    for file in &files {
+        let relative = file
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .trim_start_matches('/')
+            .to_string();
+        let output = upgrade(&["validate", "--format", "json", &relative]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{relative}: {}",
+            stdout(&output)
+        );
+        let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+        let diagnostics = report["files"][0]["diagnostics"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let source = std::fs::read_to_string(file).unwrap();
+        let expectations: Vec<&str> = source
+            .lines()
+            .filter_map(|line| line.strip_prefix("# expect: "))
+            .collect();
+        assert!(
+            !expectations.is_empty(),
+            "{relative} has no `# expect:` line"
+        );
+        for expectation in expectations {
+            let (location, text) = expectation.split_once(' ').unwrap();
+            let (line, column) = location.split_once(':').unwrap();
+            let found = diagnostics.iter().any(|d| {
+                d["line"].as_u64() == line.parse().ok()
+                    && d["column"].as_u64() == column.parse().ok()
+                    && (d["message"].as_str().unwrap().contains(text)
+                        || d["hint"].as_str().is_some_and(|hint| hint.contains(text)))
+            });
+            assert!(
+                found,
+                "{relative}: no diagnostic `{expectation}` in {diagnostics:#?}"
+            );
+        }
+        let text = upgrade(&["validate", &relative]);
+        assert_eq!(text.status.code(), Some(2));
+        all_text.push_str(&stderr(&text));
+    }
+    insta::assert_snapshot!("malformed_corpus", all_text);
+}
+
+#[test]
+fn validate_reports_every_file_and_exits_2_if_any_is_invalid() {
+    let output = upgrade(&[
+        "validate",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "tests/manifests/invalid/bad-specifier.yaml",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stdout(&output).contains("ok: manifests/sglang-0.5.9-cu130.yaml"));
+    assert!(stderr(&output).contains("tests/manifests/invalid/bad-specifier.yaml:7:10: error:"));
+}
+
+#[test]
+fn missing_file_is_invalid_input() {
+    let output = upgrade(&["validate", "manifests/does-not-exist.yaml"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("Failed to read manifest `manifests/does-not-exist.yaml`"));
+}
+
+#[test]
+fn unknown_flag_is_invalid_input() {
+    let output = upgrade(&["diff", "--no-such-flag"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+/// See: issue 2, "Done when": toolkit 12.8 → 13.0.1 with driver 580.82.07, torch's
+/// variant change, the flashinfer override with its reason, new env vars and ldconfig.
+#[test]
+fn seed_diff_in_markdown() {
+    let output = upgrade(&[
+        "diff",
+        "manifests/cuda12.8-baseline.yaml",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "--format",
+        "markdown",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let markdown = stdout(&output);
+    let expected = [
+        "**changed** `toolkit.version`: `12.8` → `13.0.1` — *upgrade*",
+        "driver minimum: ≥ 570.26 → ≥ 580.82.07",
+        "**changed** `torch`: `==2.9.1` → `==2.9.1+cu130` — *variant change: default build → +cu130*",
+        "**added** `flashinfer-python`: `flashinfer-python==0.6.4`",
+        "reason: sglang 0.5.9's metadata pins flashinfer\\_python==0.6.3",
+        "**added** `SGLANG_DISABLE_CUDNN_CHECK`: `1`",
+        "**added** `ldconfig.paths`: `/usr/local/cuda-13.0/targets/x86_64-linux/lib`",
+        "**added** `ldconfig.expect`: `libnvrtc.so.13`",
+    ];
+    for line in expected {
+        assert!(markdown.contains(line), "missing `{line}` in:\n{markdown}");
+    }
+    insta::assert_snapshot!("seed_diff_markdown", markdown);
+}
+
+#[test]
+fn seed_diff_json_and_exit_code() {
+    let output = upgrade(&[
+        "diff",
+        "manifests/cuda12.8-baseline.yaml",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "--format",
+        "json",
+        "--exit-code",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let diff: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let torch = diff["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["subject"] == "torch")
+        .unwrap();
+    assert_eq!(torch["change"], "changed");
+    assert_eq!(torch["direction"]["kind"], "variant_change");
+    assert_eq!(torch["direction"]["to"], "+cu130");
+
+    let same = upgrade(&[
+        "diff",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "--exit-code",
+    ]);
+    assert_eq!(same.status.code(), Some(0));
+    assert!(stdout(&same).contains("no semantic changes"));
+}
+
+#[test]
+fn diff_reads_git_revisions() {
+    let repo = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(args)
+            .current_dir(repo.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    let manifest = "schema: 1\nname: x\ntarget: { python: /opt/ml-env/bin/python3 }\npackages:\n  torch: \"==2.9.1\"\n";
+    std::fs::write(repo.path().join("m.yaml"), manifest).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "m.yaml"]);
+    git(&["commit", "-qm", "base"]);
+    std::fs::write(
+        repo.path().join("m.yaml"),
+        manifest.replace("==2.9.1", "==2.9.1+cu130"),
+    )
+    .unwrap();
+    let output = upgrade_in(repo.path(), &["diff", "HEAD:m.yaml", "m.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output)
+            .contains("torch: ==2.9.1 → ==2.9.1+cu130 (variant change: default build → +cu130)")
+    );
+
+    let missing = upgrade_in(repo.path(), &["diff", "HEAD:nope.yaml", "m.yaml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("Failed to read `nope.yaml` at git revision `HEAD`"));
+
+    std::fs::write(repo.path().join("bad.yaml"), "schema: 1\nname: x\n").unwrap();
+    git(&["add", "bad.yaml"]);
+    git(&["commit", "-qm", "bad"]);
+    let invalid = upgrade_in(repo.path(), &["diff", "HEAD:bad.yaml", "m.yaml"]);
+    assert_eq!(invalid.status.code(), Some(2));
+    assert!(stderr(&invalid).contains("HEAD:bad.yaml:1:1: missing required key `target`"));
+}
+
+/// A value that tries every trick: markdown, HTML, a terminal escape, a new line that
+/// forges a line of output, shell syntax.
+const HOSTILE: &str = "x`y``*em*_u_<b>b</b>[l](http://e.invalid)\n# forged | row\u{1b}[31m$(id)";
+
+fn hostile_manifest(secret: &str) -> String {
+    let quoted = serde_json::to_string(HOSTILE).unwrap();
+    let path = serde_json::to_string(&format!("/opt/{HOSTILE}")).unwrap();
+    format!(
+        r#"schema: 1
+name: {quoted}
+description: {quoted}
+target:
+  python: {path}
+  base_python: {path}
+toolkit:
+  version: "13.0.1"
+  prefix: {path}
+  installer: runfile
+  source: {{ url: "https://example.invalid/{HOSTILE_URL}", sha256: 4c7ac59d1f41d67be27d140a4622801738ad71088570a0facfd6ec878a4c4100 }}
+  provenance: {quoted}
+indexes:
+  - {{ name: default, provenance: {quoted} }}
+packages:
+  torch: {{ version: "==2.9.1", reason: {quoted} }}
+overrides:
+  - {{ requirement: "flashinfer-python==0.6.4", reason: {quoted} }}
+ldconfig:
+  file: /etc/ld.so.conf.d/x.conf
+  paths: [{path}]
+  expect: [libnvrtc.so.13]
+env:
+  PLAIN: {quoted}
+  TOKEN: {{ value: {secret}, secret: true }}
+verify:
+  launch: [python3, {quoted}]
+  workdir: {path}
+  log: {path}
+  ready: {quoted}
+  fail: [{quoted}]
+  timeout: 1m
+  health: "http://127.0.0.1:1/{HOSTILE_URL}"
+"#,
+        HOSTILE_URL = "a%60b%3Cscript%3E"
+    )
+}
+
+const PLAIN: &str = "schema: 1\nname: plain\ntarget: { python: /opt/ml-env/bin/python3 }\nenv:\n  TOKEN: { value: old-secret-value, secret: true }\n";
+
+#[test]
+fn hostile_values_are_escaped_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "s3cr3t-token-value";
+    std::fs::write(dir.path().join("plain.yaml"), PLAIN).unwrap();
+    std::fs::write(dir.path().join("hostile.yaml"), hostile_manifest(secret)).unwrap();
+    let valid = upgrade_in(dir.path(), &["validate", "hostile.yaml"]);
+    assert_eq!(valid.status.code(), Some(0), "{}", stderr(&valid));
+
+    for format in ["text", "markdown", "json"] {
+        let output = upgrade_in(
+            dir.path(),
+            &["diff", "plain.yaml", "hostile.yaml", "--format", format],
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let text = stdout(&output);
+        assert!(!text.contains(secret), "{format}: secret leaked");
+        assert!(
+            !text.contains("old-secret-value"),
+            "{format}: old secret leaked"
+        );
+        assert!(!text.contains('\u{1b}'), "{format}: raw escape sequence");
+        assert!(
+            !text.contains("\n# forged"),
+            "{format}: a value forged a line"
+        );
+        match format {
+            "json" => {
+                let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let plain = parsed["entries"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|entry| entry["subject"] == "PLAIN")
+                    .unwrap();
+                assert_eq!(plain["new"], HOSTILE, "JSON keeps the exact value");
+            }
+            "markdown" => assert_markdown_is_inert(&text),
+            _ => {}
+        }
+    }
+}
+
+/// Parse the markdown as a renderer would: the only markup is the tool's own.
+fn assert_markdown_is_inert(markdown: &str) {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let mut in_heading = false;
+    let mut heading = String::new();
+    for event in Parser::new(markdown) {
+        match event {
+            Event::Html(html) | Event::InlineHtml(html) => panic!("raw HTML in markdown: {html:?}"),
+            Event::Start(Tag::Link { .. } | Tag::Image { .. }) => panic!("a value became a link"),
+            Event::Start(Tag::Table(_)) => panic!("a value became a table"),
+            Event::Start(Tag::Heading { .. }) => {
+                in_heading = true;
+                heading.clear();
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                in_heading = false;
+                let known = heading.starts_with("Stack diff:")
+                    || [
+                        "Manifest",
+                        "Target",
+                        "CUDA toolkit",
+                        "Indexes",
+                        "Packages",
+                        "Overrides",
+                        "Constraints",
+                        "ldconfig",
+                        "Environment",
+                        "Verification launch",
+                    ]
+                    .contains(&heading.as_str());
+                assert!(known, "a value became a heading: {heading:?}");
+            }
+            Event::Text(text) | Event::Code(text) if in_heading => heading.push_str(&text),
+            _ => {}
+        }
+    }
+}
