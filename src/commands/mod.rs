@@ -4,6 +4,7 @@
 //! documented in the README.
 
 mod diff;
+mod index;
 mod validate;
 
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ pub enum CommandError {
     /// A shipped rule file is broken.
     #[error(transparent)]
     Rules(#[from] RulesError),
+    /// An `index` verb failed.
+    #[error(transparent)]
+    Index(#[from] index::IndexCommandError),
     /// Output could not be written or serialized.
     #[error("Failed to write output")]
     Output(#[source] std::io::Error),
@@ -56,6 +60,7 @@ impl CommandError {
     pub fn exit_status(&self) -> ExitStatus {
         match self {
             Self::Manifest(_) | Self::Rules(_) => ExitStatus::InvalidInput,
+            Self::Index(error) => error.exit_status(),
             Self::Output(_) => ExitStatus::Failure,
         }
     }
@@ -66,5 +71,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
     match cli.command {
         Command::Validate(args) => validate::run(&args, printer),
         Command::Diff(args) => diff::run(&args, printer),
+        Command::Index(command) => index::run(command, printer),
     }
 }
