@@ -32,7 +32,15 @@ pub fn wheel(
     extras: &[&str],
     padding: usize,
 ) -> Wheel {
-    wheel_with_tag(name, version, "py3-none-any", requires, requires_python, extras, padding)
+    wheel_with_tag(
+        name,
+        version,
+        "py3-none-any",
+        requires,
+        requires_python,
+        extras,
+        padding,
+    )
 }
 
 /// [`wheel`] with an explicit tag triple, e.g. `cp312-cp312-manylinux_2_28_x86_64`.
@@ -60,8 +68,8 @@ pub fn wheel_with_tag(
     }
     metadata.push_str("\nA test package.\n");
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let stored = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored);
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     let deflated = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated);
     writer
@@ -80,7 +88,9 @@ pub fn wheel_with_tag(
         .start_file(format!("{dist_info}/WHEEL"), deflated)
         .unwrap();
     writer
-        .write_all(b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        .write_all(
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         .unwrap();
     writer
         .start_file(format!("{dist_info}/RECORD"), deflated)
@@ -330,7 +340,10 @@ fn respond(
         503 => "Service Unavailable",
         _ => "Other",
     };
-    let mut response = format!("HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n", body.len());
+    let mut response = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for header in extra_headers {
         response.push_str(&header);
         response.push_str("\r\n");
@@ -350,7 +363,9 @@ fn parse_range(range: &str, length: usize) -> (usize, usize) {
         (length.saturating_sub(suffix), length - 1)
     } else {
         let start: usize = start.parse().unwrap();
-        let end = end.parse::<usize>().map_or(length - 1, |end| end.min(length - 1));
+        let end = end
+            .parse::<usize>()
+            .map_or(length - 1, |end| end.min(length - 1));
         (start, end)
     }
 }
@@ -377,7 +392,8 @@ pub fn json_page(name: &str, files: &[(&Wheel, Option<&str>, bool)]) -> String {
                 entry["yanked"] = serde_json::Value::String((*reason).to_string());
             }
             if *metadata {
-                entry["core-metadata"] = serde_json::json!({"sha256": sha256(wheel.metadata.as_bytes())});
+                entry["core-metadata"] =
+                    serde_json::json!({"sha256": sha256(wheel.metadata.as_bytes())});
             }
             entry
         })
@@ -392,7 +408,10 @@ pub fn json_page(name: &str, files: &[(&Wheel, Option<&str>, bool)]) -> String {
 
 /// Serve `wheel` at `/files/NAME`, and its PEP 658 file when `metadata` is set.
 pub fn serve_wheel(server: &Server, wheel: &Wheel, metadata: bool) {
-    server.route(&format!("/files/{}", wheel.filename), Route::file(wheel.bytes.clone()));
+    server.route(
+        &format!("/files/{}", wheel.filename),
+        Route::file(wheel.bytes.clone()),
+    );
     if metadata {
         server.route(
             &format!("/files/{}.metadata", wheel.filename),
