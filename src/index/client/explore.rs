@@ -18,7 +18,7 @@ use pep440_rs::{Operator, Version, VersionSpecifiers};
 use pep508_rs::{ExtraName, MarkerEnvironment, PackageName, Requirement, VersionOrUrl};
 use tokio::task::JoinSet;
 
-use super::{ClientError, IndexClient, IndexLocation, ProjectFile};
+use super::{ClientError, IndexClient, IndexLocation, MetadataOffer, ProjectFile};
 use crate::index::filename::{DistFilename, WheelTag};
 use crate::index::model::{IndexContents, Release, Universe};
 
@@ -287,6 +287,13 @@ impl Explorer<'_> {
             }
             let pinned = state.pinned.clone();
             let candidates = self.candidates(name, pinned.as_deref());
+            if candidates.is_empty() {
+                // `candidates` has said why.
+                if let Some(state) = self.packages.get_mut(name) {
+                    state.listing = Some(None);
+                }
+                continue;
+            }
             let looked_up = self
                 .packages
                 .values()
@@ -323,9 +330,15 @@ impl Explorer<'_> {
             let Ok((name, outcome)) = joined else {
                 continue;
             };
-            let listing = outcome?.map(|(index, files)| Listing {
-                index,
-                versions: self.usable_by_version(files),
+            let listing = outcome?.map(|(index, files)| {
+                let (versions, unreadable) = self.usable_by_version(files);
+                if unreadable > 0 {
+                    self.notes.push(format!(
+                        "left out {unreadable} release{} of `{name}` that offer only sdists without a metadata file (sdists are not built)",
+                        if unreadable == 1 { "" } else { "s" }
+                    ));
+                }
+                Listing { index, versions }
             });
             if listing.is_none() {
                 self.notes
@@ -338,8 +351,13 @@ impl Explorer<'_> {
         Ok(())
     }
 
-    /// Group the files usable on the target by version.
-    fn usable_by_version(&self, files: Vec<ProjectFile>) -> BTreeMap<Version, Vec<ProjectFile>> {
+    /// Group the files usable on the target by version, leaving out versions whose
+    /// metadata cannot be had (only sdists, none with a PEP 658 file); returns how
+    /// many versions were left out that way.
+    fn usable_by_version(
+        &self,
+        files: Vec<ProjectFile>,
+    ) -> (BTreeMap<Version, Vec<ProjectFile>>, usize) {
         let mut versions: BTreeMap<Version, Vec<ProjectFile>> = BTreeMap::new();
         for file in files {
             if self.file_usable(&file) {
@@ -349,7 +367,15 @@ impl Explorer<'_> {
                     .push(file);
             }
         }
-        versions
+        let before = versions.len();
+        versions.retain(|_, files| {
+            files.iter().any(|file| {
+                matches!(file.dist, DistFilename::Wheel(_))
+                    || matches!(file.metadata, MetadataOffer::Offered(_))
+            })
+        });
+        let unreadable = before - versions.len();
+        (versions, unreadable)
     }
 
     fn file_usable(&self, file: &ProjectFile) -> bool {
