@@ -169,6 +169,18 @@ fn fixture() -> Fixture {
             ..Route::ok("text/html", "")
         },
     );
+    let legacy = wheel("legacy", "0.2", &[], None, &[], 64);
+    serve_wheel(&server, &legacy, false);
+    server.route(
+        "/simple/legacy/",
+        Route::ok(
+            "text/html",
+            format!(
+                "<a href=\"/files/legacy-0.1.tar.gz\">legacy-0.1.tar.gz</a>\n<a href=\"/files/{0}\">{0}</a>\n<a href=\"/files/legacy-0.2.tar.gz\">legacy-0.2.tar.gz</a>",
+                legacy.filename
+            ),
+        ),
+    );
     let norange = wheel("norange", "1.0", &["alpha"], None, &[], PADDING);
     server.route(
         &format!("/files/{}", norange.filename),
@@ -328,6 +340,33 @@ async fn wheel_metadata_is_read_with_range_requests() {
         "{served} of {} bytes served",
         fixture.alpha_2.bytes.len()
     );
+}
+
+#[tokio::test]
+async fn large_central_directories_take_more_ranges() {
+    let server = Server::start();
+    let big = support::wheel_with_many_entries("wide", "1.0", 2000);
+    assert!(big.bytes.len() > 3 * 65_536, "{} bytes", big.bytes.len());
+    serve_wheel(&server, &big, false);
+    server.route(
+        "/simple/wide/",
+        Route::ok(
+            "text/html",
+            format!("<a href=\"/files/{0}\">{0}</a>", big.filename),
+        ),
+    );
+    let client = IndexClient::new(settings(None)).unwrap();
+    let location = index(&server);
+    let files = client
+        .fetch_project(&location, &name("wide"))
+        .await
+        .unwrap()
+        .unwrap();
+    let metadata = client.fetch_metadata(&location, &files[0]).await.unwrap();
+    assert_eq!(metadata.requires_dist[0].to_string(), "alpha");
+    let requests = server.requests_to(&format!("/files/{}", big.filename));
+    assert!(requests.len() >= 3, "{requests:?}");
+    assert!(requests.iter().all(|logged| logged.status == 206));
 }
 
 #[tokio::test]
@@ -628,6 +667,20 @@ async fn closure_follows_markers_extras_and_policy() {
     assert_eq!(versions(&exact.universe.indexes[1], "alpha"), ["2.1"]);
     assert_eq!(versions(&exact.universe.indexes[1], "beta"), ["1.0"]);
 
+    // Releases that offer only an sdist without a metadata file are left out, once noted.
+    let legacy = explore(&client, &sources, &[root("legacy", None)], &target(None))
+        .await
+        .unwrap();
+    assert_eq!(versions(&legacy.universe.indexes[1], "legacy"), ["0.2"]);
+    assert!(
+        legacy
+            .notes
+            .iter()
+            .any(|note| note.starts_with("left out 1 release of `legacy`")),
+        "{:?}",
+        legacy.notes
+    );
+
     // Limits are errors, not silent truncation.
     let mut tight = target(None);
     tight.max_projects = 2;
@@ -791,6 +844,42 @@ fn snapshot_records_the_manifest_closure() {
         fixture.alpha_1.sha256
     );
     assert!(stdout.contains("note: skipped `gamma`"), "{stdout}");
+
+    // An index that keeps failing: exit 1, the URL and index named, no snapshot written.
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(
+        &broken,
+        format!(
+            "schema: 1\nname: broken\ntarget:\n  python: /opt/env/bin/python3\n  python_version: \"3.12\"\nindexes:\n  - {{ name: broken, url: \"{}\" }}\npackages:\n  down: \">=1\"\n",
+            fixture.server.url("/simple/")
+        ),
+    )
+    .unwrap();
+    let failed_file = dir.path().join("failed.json");
+    let failed = upgrade(
+        &[
+            "index",
+            "snapshot",
+            broken.to_str().unwrap(),
+            "-o",
+            failed_file.to_str().unwrap(),
+            "--no-cache",
+            "--retries",
+            "1",
+        ],
+        &[],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: Failed to fetch `{}` from index `broken`: HTTP 503 Service Unavailable\n",
+            fixture.server.url("/simple/down/")
+        )
+    );
+    assert!(!failed_file.exists());
 
     // A second run revalidates: every page answers 304.
     fixture.server.clear_log();

@@ -108,6 +108,40 @@ pub fn wheel_with_tag(
     }
 }
 
+/// A wheel with `entries` small files listed before its METADATA, so its central
+/// directory alone is larger than the 64 KiB tail the client reads first.
+pub fn wheel_with_many_entries(name: &str, version: &str, entries: usize) -> Wheel {
+    let distribution = name.replace('-', "_");
+    let filename = format!("{distribution}-{version}-py3-none-any.whl");
+    let dist_info = format!("{distribution}-{version}.dist-info");
+    let metadata =
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Dist: alpha\n");
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let stored =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    writer
+        .start_file(format!("{dist_info}/METADATA"), stored)
+        .unwrap();
+    writer.write_all(metadata.as_bytes()).unwrap();
+    for entry in 0..entries {
+        writer
+            .start_file(
+                format!("{distribution}/a/rather/deep/package/path/module_number_{entry:05}.py"),
+                stored,
+            )
+            .unwrap();
+        writer.write_all(b"x = 1\n").unwrap();
+    }
+    let bytes = writer.finish().unwrap().into_inner();
+    let sha256 = hex::encode(sha2::Sha256::digest(&bytes));
+    Wheel {
+        filename,
+        bytes,
+        sha256,
+        metadata,
+    }
+}
+
 /// Deterministic incompressible bytes.
 fn noise(length: usize, seed: u64) -> Vec<u8> {
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

@@ -150,9 +150,8 @@ impl Http {
                     etag: text(ETAG),
                     last_modified: text(LAST_MODIFIED),
                 };
-                if let Some(cache) = &self.cache
-                    && (page.etag.is_some() || page.last_modified.is_some())
-                {
+                // Pages without validators are stored too: `--offline` can use them.
+                if let Some(cache) = &self.cache {
                     cache.store_page(&page, &reply.body)?;
                 }
                 Ok(PageResponse::Found {

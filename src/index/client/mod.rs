@@ -266,11 +266,22 @@ impl IndexClient {
         let requires_python = metadata
             .requires_python
             .or_else(|| source.requires_python.clone());
+        let files = files
+            .iter()
+            .map(|file| {
+                let mut recorded = dist_file(file);
+                // The model keeps a file's own `Requires-Python` only where it differs.
+                if recorded.requires_python == requires_python {
+                    recorded.requires_python = None;
+                }
+                recorded
+            })
+            .collect();
         Ok(Release {
             version: version.clone(),
             requires_dist: metadata.requires_dist,
             requires_python,
-            files: files.iter().map(dist_file).collect(),
+            files,
             provenance: None,
         })
     }
