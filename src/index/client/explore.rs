@@ -328,6 +328,8 @@ impl Explorer<'_> {
         }
         while let Some(joined) = tasks.join_next().await {
             let Ok((name, outcome)) = joined else {
+                self.notes
+                    .push("a project lookup ended abnormally; its project is missing".to_string());
                 continue;
             };
             let listing = outcome?.map(|(index, files)| {
@@ -511,6 +513,8 @@ impl Explorer<'_> {
         }
         while let Some(joined) = tasks.join_next().await {
             let Ok((name, version, outcome)) = joined else {
+                self.notes
+                    .push("a metadata fetch ended abnormally; its release is missing".to_string());
                 continue;
             };
             let Some(state) = self.packages.get_mut(&name) else {

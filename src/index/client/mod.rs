@@ -76,7 +76,7 @@ impl Default for ClientSettings {
 }
 
 /// A named index at a simple-API base URL, e.g. `pytorch-cu130` at
-/// `https://download.pytorch.org/whl/cu130/`.
+/// `https://mirror.example/whl/cu130/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexLocation {
     /// The manifest's name for it, e.g. `default`.
