@@ -253,7 +253,7 @@ impl Http {
                     return Err(status_error(index, url, reply.status));
                 }
                 (_, Ok(reply)) => return Ok(reply),
-                (_, Err(error)) if error.is_timeout() => {
+                (_, Err(error)) if error.is_timeout() && !error.is_connect() => {
                     return Err(ClientError::Timeout {
                         url: redact(url),
                         index: index.to_string(),

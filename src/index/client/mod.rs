@@ -4,7 +4,7 @@
 //!
 //! This is the only module of the crate that does network I/O. It turns what an
 //! index serves into the [`crate::index::Universe`] model; which index may serve a
-//! package is decided by the caller ([`explore`] applies the manifest's policy). URLs
+//! package is decided by the caller ([`explore()`] applies the manifest's policy). URLs
 //! are rendered only through [`redact`], so credentials never reach a message.
 
 mod cache;

@@ -65,9 +65,21 @@ pub fn parse_page(
     page_url: &Url,
     index_url: &Url,
 ) -> Result<Vec<ProjectFile>, String> {
-    let is_json = content_type
-        .map(|value| value.split(';').next().unwrap_or("").trim())
-        .is_some_and(|media| media.eq_ignore_ascii_case(JSON_MEDIA_TYPE));
+    let media = content_type
+        .map(|value| {
+            value
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default();
+    // PEP 691's media type; a server that labels the same JSON `application/json` is
+    // read the same way.
+    let is_json = media == JSON_MEDIA_TYPE
+        || (media.ends_with("json")
+            && body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'));
     let raw = if is_json {
         parse_json(body)?
     } else {
