@@ -779,6 +779,31 @@ fn default_index_comes_from_pip_config_file() {
 }
 
 #[test]
+fn default_index_falls_back_to_what_pip_uses() {
+    let output = upgrade(
+        &["index", "default-url", "--format", "json"],
+        &[("PIP_CONFIG_FILE", "/dev/null")],
+        &["PIP_INDEX_URL"],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["source"], "pip's built-in default");
+    assert!(report["url"].as_str().unwrap().contains("://"));
+
+    let missing = upgrade(
+        &["index", "default-url", "--python", "/nonexistent/python3"],
+        &[],
+        &["PIP_INDEX_URL"],
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.starts_with("error: Failed to find pip's default index URL: `PIP_INDEX_URL` is unset and `/nonexistent/python3 -m pip` named none (cannot run `/nonexistent/python3`"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn snapshot_records_the_manifest_closure() {
     let fixture = fixture();
     let dir = tempfile::tempdir().unwrap();

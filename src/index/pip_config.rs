@@ -119,6 +119,7 @@ pub fn default_index(python: &OsStr) -> Result<DefaultIndex, PipConfigError> {
         }
         Err(error) => reasons.push(error),
     }
+    reasons.dedup();
     Err(PipConfigError::NotFound {
         python: python.to_string_lossy().into_owned(),
         reason: if reasons.is_empty() {
