@@ -35,7 +35,7 @@ pub enum Command {
 pub enum IndexCommand {
     /// Record, from the live indexes, exactly what resolving MANIFEST needs into a snapshot
     /// file (index names, file names and sha256; never a URL).
-    Snapshot(IndexSnapshotArgs),
+    Snapshot(Box<IndexSnapshotArgs>),
     /// Print the URL of the index a manifest means by an index without `url`, and where
     /// it was found (`PIP_INDEX_URL`, pip's configuration, or pip's built-in default).
     DefaultUrl(IndexDefaultUrlArgs),
@@ -63,6 +63,11 @@ pub struct IndexSnapshotArgs {
     /// pinned to other indexes are skipped with a note.
     #[arg(long, value_name = "NAME")]
     pub only_index: Vec<String>,
+    /// Also record this requirement and its closure, from the first non-explicit index
+    /// that has it, e.g. `--with 'nvidia-nccl-cu13==2.28.9'` for the dependencies of a
+    /// release transcribed from an index this machine cannot reach.
+    #[arg(long = "with", value_name = "REQUIREMENT")]
+    pub with: Vec<String>,
     /// Record only the manifest's own packages, not their dependencies.
     #[arg(long)]
     pub no_deps: bool,

@@ -829,6 +829,8 @@ fn snapshot_records_the_manifest_closure() {
             cache.to_str().unwrap(),
             "--retries",
             "0",
+            "--with",
+            "norange",
         ],
         &[("PIP_INDEX_URL", &fixture.server.url("/simple/"))],
         &[],
@@ -862,6 +864,16 @@ fn snapshot_records_the_manifest_closure() {
     assert!(
         versions(default, "gamma").is_empty(),
         "gamma is pinned elsewhere"
+    );
+    assert_eq!(
+        versions(default, "norange"),
+        ["1.0"],
+        "`--with` adds a root"
+    );
+    assert!(
+        snapshot.how.ends_with("--with 'norange'"),
+        "{}",
+        snapshot.how
     );
     let alpha_1 = &default.packages[&name("alpha")][0];
     assert_eq!(

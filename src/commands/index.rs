@@ -88,10 +88,10 @@ pub enum IndexCommandError {
         /// e.g. `-1`.
         value: f64,
     },
-    /// A manifest package could not be turned into a requirement.
-    #[error("Failed to read package `{name}` of the manifest as a requirement")]
+    /// A manifest package or a `--with` value could not be read as a requirement.
+    #[error("Failed to read `{name}` as a requirement")]
     Requirement {
-        /// e.g. `torch`.
+        /// e.g. `torch` or `nvidia-nccl-cu13==2.28.9`.
         name: String,
         /// Why.
         #[source]
@@ -119,7 +119,7 @@ impl IndexCommandError {
 /// Run `upgrade index …`.
 pub fn run(command: IndexCommand, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     match command {
-        IndexCommand::Snapshot(args) => snapshot(args, printer),
+        IndexCommand::Snapshot(args) => snapshot(*args, printer),
         IndexCommand::DefaultUrl(args) => default_url(&args, printer),
     }
 }
@@ -161,6 +161,7 @@ struct SnapshotSettings {
     platform: Option<TargetPlatform>,
     platform_text: Option<String>,
     only_indexes: Option<Vec<String>>,
+    with: Vec<Requirement>,
     transitive: bool,
     max_projects: usize,
     max_versions: usize,
@@ -178,6 +179,7 @@ impl SnapshotSettings {
             python_version,
             platform,
             only_index,
+            with,
             no_deps,
             max_projects,
             max_versions,
@@ -218,6 +220,15 @@ impl SnapshotSettings {
                 });
             }
         }
+        let with = with
+            .iter()
+            .map(|text| {
+                Requirement::from_str(text).map_err(|source| IndexCommandError::Requirement {
+                    name: text.clone(),
+                    source: Box::new(source),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             manifest_path,
             output,
@@ -225,6 +236,7 @@ impl SnapshotSettings {
             platform,
             platform_text,
             only_indexes: (!only_index.is_empty()).then_some(only_index),
+            with,
             transitive: !no_deps,
             max_projects,
             max_versions,
@@ -289,7 +301,11 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
     let manifest = manifest::load_file(&args.manifest)?;
     let settings = SnapshotSettings::resolve(args, &manifest)?;
     let (sources, defaults) = index_sources(&manifest, &settings)?;
-    let roots = root_requests(&manifest)?;
+    let mut roots = root_requests(&manifest)?;
+    roots.extend(settings.with.iter().map(|requirement| RootRequest {
+        requirement: requirement.clone(),
+        index: None,
+    }));
     let full_version = full_python_version(&settings.python_version)?;
     let explore_settings = ExploreSettings {
         markers: marker_environment(&full_version)?,
@@ -331,6 +347,9 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
     }
     for name in settings.only_indexes.iter().flatten() {
         how.push_str(&format!(" --only-index {name}"));
+    }
+    for requirement in &settings.with {
+        how.push_str(&format!(" --with '{requirement}'"));
     }
     if !settings.transitive {
         how.push_str(" --no-deps");
