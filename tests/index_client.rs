@@ -20,7 +20,7 @@ use cuda_upgrade::index::Snapshot;
 use cuda_upgrade::index::client::explore::TargetPlatform;
 use cuda_upgrade::index::client::{
     ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
-    MetadataOffer, RootRequest, explore,
+    MetadataOffer, NoReporter, RootRequest, explore,
 };
 use cuda_upgrade::index::find_links::read_find_links;
 use pep440_rs::Version;
@@ -605,6 +605,7 @@ async fn closure_follows_markers_extras_and_policy() {
         &sources,
         &[root("alpha[g]>=1", None)],
         &target(None),
+        &NoReporter,
     )
     .await
     .unwrap();
@@ -641,6 +642,7 @@ async fn closure_follows_markers_extras_and_policy() {
         &sources,
         &[root("alpha", Some("pinned"))],
         &target(None),
+        &NoReporter,
     )
     .await
     .unwrap();
@@ -661,16 +663,28 @@ async fn closure_follows_markers_extras_and_policy() {
     // An exact pin keeps a yanked release; overrides replace what dependencies ask.
     let mut overridden = target(None);
     overridden.overrides = vec![Requirement::from_str("beta==1.0").unwrap()];
-    let exact = explore(&client, &sources, &[root("alpha==2.1", None)], &overridden)
-        .await
-        .unwrap();
+    let exact = explore(
+        &client,
+        &sources,
+        &[root("alpha==2.1", None)],
+        &overridden,
+        &NoReporter,
+    )
+    .await
+    .unwrap();
     assert_eq!(versions(&exact.universe.indexes[1], "alpha"), ["2.1"]);
     assert_eq!(versions(&exact.universe.indexes[1], "beta"), ["1.0"]);
 
     // Releases that offer only an sdist without a metadata file are left out, once noted.
-    let legacy = explore(&client, &sources, &[root("legacy", None)], &target(None))
-        .await
-        .unwrap();
+    let legacy = explore(
+        &client,
+        &sources,
+        &[root("legacy", None)],
+        &target(None),
+        &NoReporter,
+    )
+    .await
+    .unwrap();
     assert_eq!(versions(&legacy.universe.indexes[1], "legacy"), ["0.2"]);
     assert!(
         legacy
@@ -684,9 +698,15 @@ async fn closure_follows_markers_extras_and_policy() {
     // Limits are errors, not silent truncation.
     let mut tight = target(None);
     tight.max_projects = 2;
-    let error = explore(&client, &sources, &[root("alpha[g]", None)], &tight)
-        .await
-        .unwrap_err();
+    let error = explore(
+        &client,
+        &sources,
+        &[root("alpha[g]", None)],
+        &tight,
+        &NoReporter,
+    )
+    .await
+    .unwrap_err();
     assert!(
         error.to_string().contains("more than 2 projects"),
         "{error}"

@@ -9,10 +9,11 @@
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use pep440_rs::Version;
-use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, Requirement};
+use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, PackageName, Requirement};
 use serde::Serialize;
 
 use crate::cli::{IndexCommand, IndexDefaultUrlArgs, IndexFormat, IndexSnapshotArgs, NetworkArgs};
@@ -20,7 +21,7 @@ use crate::commands::{CommandError, ExitStatus};
 use crate::index::client::explore::TargetPlatform;
 use crate::index::client::{
     ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
-    RootRequest, explore, redact,
+    Reporter, RootRequest, explore, redact,
 };
 use crate::index::pip_config::{self, DefaultIndex, PipConfigError};
 use crate::index::{SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
@@ -333,8 +334,19 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
         .enable_all()
         .build()
         .map_err(IndexCommandError::Runtime)?;
+    let progress = Progress {
+        printer: std::sync::Mutex::new(&mut *printer),
+        projects: AtomicUsize::new(0),
+        releases: AtomicUsize::new(0),
+    };
     let exploration = runtime
-        .block_on(explore(&client, &sources, &roots, &explore_settings))
+        .block_on(explore(
+            &client,
+            &sources,
+            &roots,
+            &explore_settings,
+            &progress,
+        ))
         .map_err(IndexCommandError::from)?;
 
     let mut how = format!(
@@ -424,6 +436,35 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
     };
     printer.out(&text).map_err(CommandError::Output)?;
     Ok(ExitStatus::Success)
+}
+
+/// Progress on stderr: one line per [`PROGRESS_EVERY`] releases read.
+struct Progress<'a> {
+    printer: std::sync::Mutex<&'a mut Printer>,
+    projects: AtomicUsize,
+    releases: AtomicUsize,
+}
+
+/// How many releases between two progress lines, e.g. `250`.
+const PROGRESS_EVERY: usize = 250;
+
+impl Reporter for Progress<'_> {
+    fn on_project(&self, _name: &PackageName, _index: Option<&str>) {
+        self.projects.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn on_release(&self, _name: &PackageName, _version: &Version) {
+        let releases = self.releases.fetch_add(1, Ordering::Relaxed) + 1;
+        if releases.is_multiple_of(PROGRESS_EVERY)
+            && let Ok(mut printer) = self.printer.lock()
+        {
+            let projects = self.projects.load(Ordering::Relaxed);
+            // Progress is best effort: a closed stderr must not stop the recording.
+            let _ = printer.err(&format!(
+                "recording: {projects} projects looked up, {releases} releases read\n"
+            ));
+        }
+    }
 }
 
 /// The manifest's indexes with their URLs; an index without `url` is pip's default,

@@ -122,6 +122,25 @@ impl TargetPlatform {
     }
 }
 
+/// Progress of an exploration, for a caller that shows it; every method has a no-op
+/// default. Called from the exploring task, never concurrently.
+pub trait Reporter: Send + Sync {
+    /// A project was looked up, e.g. `torch`; `index` is where it was found, if anywhere.
+    fn on_project(&self, name: &PackageName, index: Option<&str>) {
+        let _ = (name, index);
+    }
+    /// A release's metadata was read, e.g. `torch 2.9.1+cu130`.
+    fn on_release(&self, name: &PackageName, version: &Version) {
+        let _ = (name, version);
+    }
+}
+
+/// A [`Reporter`] that shows nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoReporter;
+
+impl Reporter for NoReporter {}
+
 /// What an exploration found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Exploration {
@@ -156,15 +175,18 @@ struct PackageState {
     expanded: BTreeMap<Version, BTreeSet<ExtraName>>,
 }
 
-/// Explore from `roots` over `indexes` (highest priority first).
+/// Explore from `roots` over `indexes` (highest priority first), reporting to
+/// `reporter` (e.g. [`NoReporter`]).
 pub async fn explore(
     client: &IndexClient,
     indexes: &[IndexSource],
     roots: &[RootRequest],
     settings: &ExploreSettings,
+    reporter: &dyn Reporter,
 ) -> Result<Exploration, ClientError> {
     let mut explorer = Explorer {
         client,
+        reporter,
         indexes,
         settings,
         packages: BTreeMap::new(),
@@ -226,6 +248,7 @@ pub async fn explore(
 
 struct Explorer<'a> {
     client: &'a IndexClient,
+    reporter: &'a dyn Reporter,
     indexes: &'a [IndexSource],
     settings: &'a ExploreSettings,
     packages: BTreeMap<PackageName, PackageState>,
@@ -332,7 +355,14 @@ impl Explorer<'_> {
                     .push("a project lookup ended abnormally; its project is missing".to_string());
                 continue;
             };
-            let listing = outcome?.map(|(index, files)| {
+            let outcome = outcome?;
+            self.reporter.on_project(
+                &name,
+                outcome
+                    .as_ref()
+                    .map(|(index, _)| self.indexes[*index].location.name.as_str()),
+            );
+            let listing = outcome.map(|(index, files)| {
                 let (versions, unreadable) = self.usable_by_version(files);
                 if unreadable > 0 {
                     self.notes.push(format!(
@@ -522,6 +552,7 @@ impl Explorer<'_> {
             };
             match outcome {
                 Ok(release) => {
+                    self.reporter.on_release(&name, &version);
                     state.releases.insert(version, release);
                 }
                 Err(

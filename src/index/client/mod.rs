@@ -25,7 +25,9 @@ use sha2::Digest;
 use url::Url;
 
 pub use error::ClientError;
-pub use explore::{Exploration, ExploreSettings, IndexSource, RootRequest, explore};
+pub use explore::{
+    Exploration, ExploreSettings, IndexSource, NoReporter, Reporter, RootRequest, explore,
+};
 pub use simple::{MetadataOffer, ProjectFile};
 
 use self::http::{ByteRange, Http, PageResponse, RangeResponse};
