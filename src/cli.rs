@@ -80,6 +80,7 @@ pub struct IndexSnapshotArgs {
     /// Fail after fetching the metadata of this many releases.
     #[arg(long, value_name = "N", default_value_t = 5000)]
     pub max_releases: usize,
+    /// Cache, timeouts, retries and concurrency of the index client.
     #[command(flatten)]
     pub network: NetworkArgs,
     /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3`.
