@@ -25,9 +25,149 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Semantic diff of two manifests for a pull-request reviewer.
     Diff(DiffArgs),
+    /// Gather a node's facts in one round trip: GPUs, driver, toolkits, Python, packages, ldconfig, sitecustomize, disk.
+    Probe(ProbeArgs),
+    /// Resolve a manifest for a node: exact versions, indexes, files and hashes. Exit 3 when it cannot be resolved.
+    Lock(LockArgs),
     /// Package indexes: record what resolving a manifest needs, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
+}
+
+/// Which node to work on: this machine or a host over SSH.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false, id = "node")]
+pub struct NodeArgs {
+    /// Work on this machine.
+    #[arg(long)]
+    pub local: bool,
+    /// Work on this host over SSH (a name `ssh` understands, e.g. `node0`).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+}
+
+/// How to reach hosts over SSH.
+#[derive(Debug, Args)]
+pub struct SshArgs {
+    /// An `ssh_config` file to use, e.g. a testbed's.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// A known_hosts file to use instead of the user's.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Option<PathBuf>,
+    /// Accept and record host keys never seen before (a changed key is still refused).
+    /// Without it, host keys must already be known (strict checking).
+    #[arg(long)]
+    pub accept_new_host_keys: bool,
+}
+
+/// `upgrade probe (--local | --host H)`
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// Take the interpreter and the expected libraries from this manifest.
+    #[arg(long, value_name = "MANIFEST")]
+    pub manifest: Option<PathBuf>,
+    /// The target interpreter (default: the manifest's `target.python`, else `python3`).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// A library that must resolve through the dynamic linker (repeatable).
+    #[arg(long = "library", value_name = "SONAME")]
+    pub libraries: Vec<String>,
+    /// Output format; the JSON is what `--facts` accepts in `lock` and `plan`.
+    #[arg(long, value_enum, default_value_t = FactsFormat::Text)]
+    pub format: FactsFormat,
+}
+
+/// Output of `probe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FactsFormat {
+    /// A summary with findings.
+    Text,
+    /// The full facts.
+    Json,
+}
+
+/// `upgrade lock MANIFEST`
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// The manifest, e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// The node's facts as JSON (python, implementation, glibc, arch, driver, gpu_arch, toolkit, cuda_runtime); without it, the manifest's `target` and `toolkit`.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// A snapshot of the indexes; without it, the snapshot embedded in the binary (offline).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Write the lock here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "LOCK")]
+    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LockFormat::Text)]
+    pub format: LockFormat,
+}
+
+/// Output of `lock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockFormat {
+    /// `name==version  # index: file sha256:…` lines.
+    Text,
+    /// The lock as JSON (`schema: 1`).
+    Json,
+}
+
+/// `upgrade validate MANIFEST...`
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Manifest files, e.g. `manifests/*.yaml`.
+    #[arg(required = true, value_name = "MANIFEST")]
+    pub manifests: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
+    pub format: ValidateFormat,
+}
+
+/// Output of `validate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ValidateFormat {
+    /// `file:line:column: message` lines.
+    Text,
+    /// One JSON document with every diagnostic.
+    Json,
+}
+
+/// `upgrade diff OLD NEW`
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The old manifest: a path, or `REV:PATH` read from git (e.g. `origin/main:manifests/x.yaml`).
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The new manifest: a path, or `REV:PATH`.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Output format; markdown is ready to paste into a pull-request comment.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Exit 1 when the manifests differ (like `git diff --exit-code`).
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+/// Output of `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// For a terminal.
+    Text,
+    /// For a pull-request comment.
+    Markdown,
+    /// For machines.
+    Json,
 }
 
 /// `upgrade index …`
@@ -134,54 +274,6 @@ pub struct IndexDefaultUrlArgs {
 pub enum IndexFormat {
     /// For a terminal.
     Text,
-    /// For machines.
-    Json,
-}
-
-/// `upgrade validate MANIFEST...`
-#[derive(Debug, Args)]
-pub struct ValidateArgs {
-    /// Manifest files, e.g. `manifests/*.yaml`.
-    #[arg(required = true, value_name = "MANIFEST")]
-    pub manifests: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
-    pub format: ValidateFormat,
-}
-
-/// Output of `validate`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ValidateFormat {
-    /// `file:line:column: message` lines.
-    Text,
-    /// One JSON document with every diagnostic.
-    Json,
-}
-
-/// `upgrade diff OLD NEW`
-#[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// The old manifest: a path, or `REV:PATH` read from git (e.g. `origin/main:manifests/x.yaml`).
-    #[arg(value_name = "OLD")]
-    pub old: String,
-    /// The new manifest: a path, or `REV:PATH`.
-    #[arg(value_name = "NEW")]
-    pub new: String,
-    /// Output format; markdown is ready to paste into a pull-request comment.
-    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
-    pub format: DiffFormat,
-    /// Exit 1 when the manifests differ (like `git diff --exit-code`).
-    #[arg(long)]
-    pub exit_code: bool,
-}
-
-/// Output of `diff`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    /// For a terminal.
-    Text,
-    /// For a pull-request comment.
-    Markdown,
     /// For machines.
     Json,
 }

@@ -88,6 +88,27 @@ impl CudaVersion {
         CudaVersion::new(self.major, self.minor, None)
     }
 
+    /// Read a PyTorch-style local label, e.g. `cu130` → `13.0`, `cu128` → `12.8`
+    /// (the last digit is the minor version).
+    /// See: https://pytorch.org/get-started/previous-versions/
+    pub fn from_local_label(label: &str) -> Option<CudaVersion> {
+        let digits = label.strip_prefix("cu")?;
+        if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let (major, minor) = digits.split_at(digits.len() - 1);
+        Some(CudaVersion::new(
+            major.parse().ok()?,
+            minor.parse().ok()?,
+            None,
+        ))
+    }
+
+    /// The same version cut to `MAJOR.MINOR`, e.g. `13.0` for `13.0.88`.
+    pub fn major_minor(&self) -> CudaVersion {
+        self.release()
+    }
+
     /// The wheel local label of this release, e.g. `cu130` for `13.0.1`.
     pub fn local_label(&self) -> String {
         format!("cu{}{}", self.major, self.minor)
@@ -140,8 +161,9 @@ impl fmt::Display for CudaVersion {
     }
 }
 
-/// A Linux NVIDIA driver version, e.g. `580.82.07` (the third part keeps its width).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A Linux NVIDIA driver version, e.g. `580.82.07`: ordered numerically
+/// (`580.82.07` < `580.159.04`; `580.159.04` == `580.159.4`), printed as it was read.
+#[derive(Debug, Clone)]
 pub struct DriverVersion {
     major: u32,
     minor: u32,
@@ -150,9 +172,42 @@ pub struct DriverVersion {
 }
 
 impl DriverVersion {
+    fn key(&self) -> (u32, u32, u32) {
+        (self.major, self.minor, self.patch.unwrap_or(0))
+    }
+
+    /// The numeric components, e.g. `[580, 82, 7]`.
+    pub fn components(&self) -> Vec<u32> {
+        let mut components = vec![self.major, self.minor];
+        components.extend(self.patch);
+        components
+    }
+
     /// The branch, e.g. `580` for `580.82.07`.
     pub fn major(&self) -> u32 {
         self.major
+    }
+}
+
+impl PartialEq for DriverVersion {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for DriverVersion {}
+impl PartialOrd for DriverVersion {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for DriverVersion {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+impl std::hash::Hash for DriverVersion {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state);
     }
 }
 

@@ -1,15 +1,21 @@
 //! cuda-upgrade: moves GPU nodes from one CUDA software stack to another.
 //!
 //! The pipeline flows one way: a [`manifest`] is checked against [`rules`], resolved,
-//! planned per node and applied. This crate root is only the table of contents.
+//! planned per node from [`facts`] and applied. This crate root is only the table of
+//! contents.
 
 pub mod cli;
 pub mod commands;
 pub mod cuda;
+pub mod exec;
+pub mod facts;
 pub mod index;
 pub mod manifest;
 pub mod printer;
 pub mod report;
+pub mod resolve;
 pub mod rules;
 pub mod settings;
 pub mod shell;
+pub mod steps;
+pub mod transport;

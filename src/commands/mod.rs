@@ -5,13 +5,18 @@
 
 mod diff;
 mod index;
+mod lock;
+mod node;
+mod probe;
 mod validate;
 
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
+use crate::index::SnapshotError;
 use crate::manifest::ManifestError;
 use crate::printer::Printer;
+use crate::resolve::{ConflictReport, ResolveError};
 use crate::rules::RulesError;
 
 /// How a verb ended, as the process exit status.
@@ -50,20 +55,69 @@ pub enum CommandError {
     /// An `index` verb failed.
     #[error(transparent)]
     Index(#[from] index::IndexCommandError),
+    /// A node could not be worked on.
+    #[error(transparent)]
+    Exec(#[from] crate::exec::ExecError),
+    /// Facts could not be read or written.
+    #[error(transparent)]
+    Facts(#[from] crate::facts::FactsError),
+    /// The async runtime could not start.
+    #[error("Failed to start the async runtime")]
+    Runtime(#[source] std::io::Error),
     /// Output could not be written or serialized.
     #[error("Failed to write output")]
     Output(#[source] std::io::Error),
+    /// A snapshot file could not be read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The environment or facts could not be read, or the solver failed.
+    #[error(transparent)]
+    Resolve(ResolveError),
+    /// No set of releases satisfies the manifest on the node; the report says why.
+    #[error("Failed to resolve `{manifest}` for this node, {report}")]
+    Unresolvable {
+        /// e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+        manifest: String,
+        /// The explanation, facts then hints.
+        report: Box<ConflictReport>,
+    },
+}
+
+impl From<ResolveError> for CommandError {
+    fn from(error: ResolveError) -> Self {
+        match error {
+            ResolveError::Unresolvable { manifest, report } => {
+                Self::Unresolvable { manifest, report }
+            }
+            other => Self::Resolve(other),
+        }
+    }
 }
 
 impl CommandError {
     /// The exit status for this error's class.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            Self::Manifest(_) | Self::Rules(_) => ExitStatus::InvalidInput,
+            Self::Manifest(_) | Self::Rules(_) | Self::Snapshot(_) | Self::Facts(_) => {
+                ExitStatus::InvalidInput
+            }
+            Self::Resolve(ResolveError::Solver { .. })
+            | Self::Exec(_)
+            | Self::Runtime(_)
+            | Self::Output(_) => ExitStatus::Failure,
+            Self::Resolve(_) => ExitStatus::InvalidInput,
             Self::Index(error) => error.exit_status(),
-            Self::Output(_) => ExitStatus::Failure,
+            Self::Unresolvable { .. } => ExitStatus::Unresolvable,
         }
     }
+}
+
+/// A runtime for the verbs that talk to nodes or indexes.
+fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CommandError::Runtime)
 }
 
 /// Run the verb named on the command line.
@@ -72,5 +126,7 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Validate(args) => validate::run(&args, printer),
         Command::Diff(args) => diff::run(&args, printer),
         Command::Index(command) => index::run(command, printer),
+        Command::Probe(args) => probe::run(&args, printer),
+        Command::Lock(args) => lock::run(&args, printer),
     }
 }

@@ -8,6 +8,7 @@ pub mod metadata;
 mod model;
 pub mod pip_config;
 pub mod snapshot;
+pub mod tags;
 
 pub use model::{DistFile, IndexContents, Release, Universe};
-pub use snapshot::{SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
+pub use snapshot::{EMBEDDED_SNAPSHOT_FILE, SNAPSHOT_SCHEMA, Snapshot, SnapshotError};

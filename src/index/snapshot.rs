@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use super::model::Universe;
 
+/// The snapshot shipped in the binary, so `lock` works offline on the shipped manifests.
+pub const EMBEDDED_SNAPSHOT_FILE: &str = "manifests/snapshots/sglang-0.5.9-cu130.json";
+const EMBEDDED_SNAPSHOT_JSON: &str =
+    include_str!("../../manifests/snapshots/sglang-0.5.9-cu130.json");
+
 /// The only snapshot schema this build reads.
 pub const SNAPSHOT_SCHEMA: u32 = 1;
 
@@ -70,6 +75,11 @@ impl Snapshot {
             });
         }
         Ok(snapshot)
+    }
+
+    /// The snapshot embedded in the binary ([`EMBEDDED_SNAPSHOT_FILE`]).
+    pub fn embedded() -> Result<Self, SnapshotError> {
+        Self::parse(EMBEDDED_SNAPSHOT_JSON, EMBEDDED_SNAPSHOT_FILE)
     }
 
     /// Read a snapshot file.

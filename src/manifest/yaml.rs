@@ -106,7 +106,10 @@ pub struct SyntaxProblem {
 /// Parse one YAML document. Returns the root (`None` for an empty document) and the
 /// problems found; a scanner error stops parsing, duplicate keys and aliases do not.
 pub fn parse(source: &str) -> (Option<Node>, Vec<SyntaxProblem>) {
-    let mut builder = TreeBuilder::default();
+    let mut builder = TreeBuilder {
+        source: source.as_bytes(),
+        ..TreeBuilder::default()
+    };
     let mut parser = Parser::new_from_str(source);
     if let Err(error) = parser.load(&mut builder, false) {
         builder.problems.push(SyntaxProblem {
@@ -120,18 +123,19 @@ pub fn parse(source: &str) -> (Option<Node>, Vec<SyntaxProblem>) {
 
 enum Frame {
     Sequence(Span, Vec<Node>),
-    Mapping(Span, Vec<(Key, Node)>, Option<Key>),
+    Mapping(Span, Vec<(Key, Node)>, Option<Key>, bool),
 }
 
 #[derive(Default)]
-struct TreeBuilder {
+struct TreeBuilder<'a> {
+    source: &'a [u8],
     stack: Vec<Frame>,
     root: Option<Node>,
     problems: Vec<SyntaxProblem>,
     documents: usize,
 }
 
-impl TreeBuilder {
+impl TreeBuilder<'_> {
     fn push_node(&mut self, node: Node) {
         match self.stack.last_mut() {
             None => {
@@ -140,7 +144,7 @@ impl TreeBuilder {
                 }
             }
             Some(Frame::Sequence(_, items)) => items.push(node),
-            Some(Frame::Mapping(_, entries, pending)) => match pending.take() {
+            Some(Frame::Mapping(_, entries, pending, _)) => match pending.take() {
                 None => {
                     let text = match &node.kind {
                         NodeKind::Scalar(scalar) => scalar.text.clone(),
@@ -172,7 +176,7 @@ impl TreeBuilder {
     }
 }
 
-impl MarkedEventReceiver for TreeBuilder {
+impl MarkedEventReceiver for TreeBuilder<'_> {
     fn on_event(&mut self, event: Event, marker: Marker) {
         let span = Span::from(marker);
         match event {
@@ -207,7 +211,13 @@ impl MarkedEventReceiver for TreeBuilder {
                 });
             }
             Event::SequenceStart(_, _) => self.stack.push(Frame::Sequence(span, Vec::new())),
-            Event::MappingStart(_, _) => self.stack.push(Frame::Mapping(span, Vec::new(), None)),
+            Event::MappingStart(_, _) => {
+                // A flow mapping is located at its `{`; a block mapping at its first key
+                // (the parser marks a block mapping at its first value indicator).
+                let flow = self.source.get(marker.index()) == Some(&b'{');
+                self.stack
+                    .push(Frame::Mapping(span, Vec::new(), None, flow));
+            }
             Event::SequenceEnd | Event::MappingEnd => {
                 let node = match self.stack.pop() {
                     Some(Frame::Sequence(span, items)) => Node {
@@ -216,8 +226,12 @@ impl MarkedEventReceiver for TreeBuilder {
                     },
                     // A mapping is located at its first key: the parser's own mark for a
                     // block mapping is the first value indicator, which reads oddly in errors.
-                    Some(Frame::Mapping(span, entries, _)) => Node {
-                        span: entries.first().map_or(span, |(key, _)| key.span),
+                    Some(Frame::Mapping(span, entries, _, flow)) => Node {
+                        span: if flow {
+                            span
+                        } else {
+                            entries.first().map_or(span, |(key, _)| key.span)
+                        },
                         kind: NodeKind::Mapping(entries),
                     },
                     None => return,

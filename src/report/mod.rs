@@ -4,6 +4,7 @@
 //! output, so a value can never forge a line, a terminal escape sequence or markdown.
 
 pub mod diff;
+pub mod facts;
 pub mod validate;
 
 use std::error::Error;

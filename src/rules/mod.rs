@@ -1,10 +1,44 @@
 //! Rules: knowledge no package metadata carries, loaded from `manifests/rules/`.
 //!
-//! Every fact is data with a `source:`; this module parses and looks them up, and does
-//! not decide anything on its own (the resolver and the diff apply the rules).
+//! Every fact is data with a `source:`: CUDA toolkit → minimum driver
+//! (`cuda-driver.yaml`), toolkit → GPU architectures (`cuda-arch.yaml`), local labels
+//! and wheel families → CUDA runtime (`cuda-runtime.yaml`), native ABI pins and version
+//! locks (`abi-pins.yaml`). This module parses and looks them up, and does not decide
+//! anything on its own (the resolver and the diff apply the rules).
 
+mod abi;
+mod arch;
 mod driver;
 mod error;
+mod runtime;
 
+pub use abi::{ABI_PINS_FILE, AbiPin, AbiRules, VersionLock};
+pub use arch::{ArchSupport, ArchTable, CUDA_ARCH_FILE};
 pub use driver::{CUDA_DRIVER_FILE, DriverMinimum, DriverRequirement, DriverTable};
 pub use error::RulesError;
+pub use runtime::{CUDA_RUNTIME_FILE, FamilyRule, LocalLabelRule, RuntimeRule, RuntimeRules};
+
+/// Every rule table, as the resolver applies them.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    /// Toolkit → minimum driver.
+    pub drivers: DriverTable,
+    /// Toolkit → GPU architectures.
+    pub arches: ArchTable,
+    /// Wheel → CUDA runtime.
+    pub runtimes: RuntimeRules,
+    /// Native ABI pins and version locks.
+    pub abi: AbiRules,
+}
+
+impl RuleSet {
+    /// The rules shipped in the binary.
+    pub fn embedded() -> Result<Self, RulesError> {
+        Ok(Self {
+            drivers: DriverTable::embedded()?,
+            arches: ArchTable::embedded()?,
+            runtimes: RuntimeRules::embedded()?,
+            abi: AbiRules::embedded()?,
+        })
+    }
+}

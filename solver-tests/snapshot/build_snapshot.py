@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Build manifests/snapshots/sglang-0.5.9-cu130.json from recorded and transcribed data.
+
+Inputs, all in this directory or ../shared/reference/:
+- `../shared/reference/sglang-0.5.9-closure.pypi.json`, `seed-pins.pypi.json`: the
+  default index's metadata and CPython 3.11 files;
+- `default-cp312.json`, `cu13-cp312.json`: the same releases' CPython 3.12 files and the
+  CUDA 13 wheels torch+cu130 needs, recorded with `record.py`;
+- `transcribed.json`: the PyTorch cu130 and sgl-kernel cu130 releases, from documented
+  facts, each with its provenance.
+
+Output: the `Snapshot` format (schema 1): index names, file names, sha256, never a URL.
+Usage: build_snapshot.py [OUTPUT]  (run from anywhere; Python standard library only)
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+REFERENCE = ROOT.parent / "shared" / "reference"
+
+
+def normalize(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def add(index, record, provenance=None):
+    name = normalize(record["name"])
+    releases = index.setdefault(name, [])
+    release = next((r for r in releases if r["version"] == record["version"]), None)
+    if release is None:
+        release = {
+            "version": record["version"],
+            "requires_dist": record["requires_dist"],
+            "requires_python": record.get("requires_python"),
+            "files": [],
+        }
+        if provenance:
+            release["provenance"] = provenance
+        releases.append(release)
+    files = record["files"] if "files" in record else [record["file"]]
+    for file in files:
+        if all(existing["filename"] != file for existing in release["files"]):
+            release["files"].append({"filename": file, "sha256": record.get("sha256")})
+
+
+def main():
+    output = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "manifests/snapshots/sglang-0.5.9-cu130.json"
+    default = {}
+    for name in ("sglang-0.5.9-closure.pypi.json", "seed-pins.pypi.json"):
+        for record in json.loads((REFERENCE / name).read_text())["packages"]:
+            add(default, record)
+    for name in ("default-cp312.json", "cu13-cp312.json"):
+        recorded = json.loads((HERE / name).read_text())
+        provenance = None
+        if name.startswith("cu13"):
+            provenance = "recorded: record.py cu13-pins.txt 3.12 (the CUDA 13.0 wheels PyTorch's release/2.9 build matrix pins for torch+cu130)"
+        for record in recorded["packages"]:
+            add(default, record, provenance)
+    transcribed = json.loads((HERE / "transcribed.json").read_text())
+    indexes = []
+    for index_name in ("pytorch-cu130", "sgl-cu130"):
+        packages = {}
+        for record in transcribed["indexes"][index_name]:
+            add(packages, record, record["provenance"])
+        indexes.append({"name": index_name, "packages": dict(sorted(packages.items()))})
+    indexes.append({"name": "default", "packages": dict(sorted(default.items()))})
+    for index in indexes:
+        for releases in index["packages"].values():
+            releases.sort(key=lambda release: release["version"])
+            for release in releases:
+                release["files"].sort(key=lambda file: file["filename"])
+    snapshot = {
+        "schema": 1,
+        "recorded": "2026-12-02",
+        "how": "solver-tests/snapshot/build_snapshot.py: default index from ../shared/reference/ (CPython 3.11 files) and record.py (CPython 3.12 files, CUDA 13 wheels); pytorch-cu130 and sgl-cu130 transcribed (see each release's provenance)",
+        "universe": {"indexes": indexes},
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(snapshot, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

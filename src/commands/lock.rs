@@ -1,0 +1,81 @@
+//! `upgrade lock MANIFEST`: resolve a manifest for a node, offline by default.
+//!
+//! The universe is the snapshot embedded in the binary unless `--snapshot` names
+//! another; the node is the manifest's `target` and `toolkit` unless `--facts` names a
+//! facts file. Prints or writes the lock; exits 3 with the conflict report when the
+//! manifest cannot be resolved.
+
+use std::path::Path;
+
+use crate::cli::{LockArgs, LockFormat};
+use crate::commands::{CommandError, ExitStatus};
+use crate::index::{Snapshot, Universe};
+use crate::manifest::{self, Manifest};
+use crate::printer::Printer;
+use crate::resolve::{self, Lock, Request, ResolveError, TargetEnvironment};
+use crate::rules::RuleSet;
+
+/// Resolve one manifest file for one node, the way `lock` and `diff` do.
+pub fn lock_manifest(
+    manifest: &Manifest,
+    file: &str,
+    environment: &TargetEnvironment,
+    universe: &Universe,
+    rules: &RuleSet,
+) -> Result<Lock, ResolveError> {
+    let request = Request::from_manifest(manifest, file);
+    resolve::resolve(&request, universe, environment, rules)
+}
+
+/// Run `upgrade lock`.
+pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let manifest = manifest::load_file(&args.manifest)?;
+    let file = args.manifest.display().to_string();
+    let environment = match &args.facts {
+        Some(path) => {
+            let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
+            TargetEnvironment::read_facts(&manifest, &text, &path.display().to_string())?
+        }
+        None => TargetEnvironment::from_manifest(&manifest)?,
+    };
+    let snapshot = match &args.snapshot {
+        Some(path) => Snapshot::read(path)?,
+        None => Snapshot::embedded()?,
+    };
+    let rules = RuleSet::embedded()?;
+    let lock = match lock_manifest(&manifest, &file, &environment, &snapshot.universe, &rules) {
+        Ok(lock) => lock,
+        Err(ResolveError::Unresolvable { manifest, report }) => {
+            if args.format == LockFormat::Json {
+                let document = serde_json::json!({ "resolved": false, "report": report });
+                let mut text = serde_json::to_string_pretty(&document)
+                    .map_err(|error| CommandError::Output(error.into()))?;
+                text.push('\n');
+                printer.out(&text).map_err(CommandError::Output)?;
+            }
+            return Err(CommandError::Unresolvable { manifest, report });
+        }
+        Err(other) => return Err(other.into()),
+    };
+    let text = match args.format {
+        LockFormat::Text => lock.text(),
+        LockFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&lock)
+                .map_err(|error| CommandError::Output(error.into()))?;
+            text.push('\n');
+            text
+        }
+    };
+    match &args.output {
+        Some(path) => write_atomically(path, &text)?,
+        None => printer.out(&text).map_err(CommandError::Output)?,
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn write_atomically(path: &Path, text: &str) -> Result<(), CommandError> {
+    let temporary = path.with_extension("lock.tmp");
+    fs_err::write(&temporary, text).map_err(CommandError::Output)?;
+    fs_err::rename(&temporary, path).map_err(CommandError::Output)?;
+    Ok(())
+}

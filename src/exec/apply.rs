@@ -1,0 +1,250 @@
+//! Applying one planned step on a node: run its operations in order, stop at the
+//! first failure with the command, its exit status and its output tail, then run the
+//! step's verification.
+
+use std::path::{Path, PathBuf};
+
+use crate::facts::{parse_ldconfig, parse_version_json};
+use crate::steps::{Operation, Step, Verification, env};
+use crate::transport::{CommandOutput, NodeCommand, Transport, download, mask};
+
+use super::ExecError;
+
+/// How many lines of a failing command's output a report shows.
+const TAIL_LINES: usize = 40;
+
+/// What applying needs besides the step: the controller's download cache and the
+/// secret values to mask in every report.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyContext {
+    /// Where fetched files are kept on the controller, e.g. `~/.cache/cuda-upgrade/downloads`.
+    pub cache_dir: PathBuf,
+    /// Values shown as `***` wherever output is reported.
+    pub secrets: Vec<String>,
+}
+
+/// Why a step failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepFailure {
+    /// What was being done, e.g. `ldconfig` (secrets masked).
+    pub operation: String,
+    /// The exit status, when a command ran.
+    pub status: Option<i32>,
+    /// The end of its output, or what the verification found (secrets masked).
+    pub detail: String,
+}
+
+/// The result of applying one step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// Nothing had to be done.
+    Unchanged,
+    /// Applied and verified.
+    Applied,
+    /// Failed at an operation or at verification.
+    Failed(StepFailure),
+}
+
+/// Apply `step` (when it has operations) and verify it. The context's secrets are
+/// masked in every text that leaves this function.
+pub async fn apply_step(
+    transport: &Transport,
+    step: &Step,
+    context: &ApplyContext,
+) -> Result<StepOutcome, ExecError> {
+    let secrets: Vec<&str> = context.secrets.iter().map(String::as_str).collect();
+    let secrets = secrets.as_slice();
+    for operation in &step.operations {
+        if let Some(failure) = run_operation(transport, operation, context, secrets).await? {
+            return Ok(StepOutcome::Failed(failure));
+        }
+    }
+    if step.operations.is_empty() {
+        return Ok(StepOutcome::Unchanged);
+    }
+    if let Some(verification) = &step.verification
+        && let Some(failure) = verify(transport, verification, secrets).await?
+    {
+        return Ok(StepOutcome::Failed(failure));
+    }
+    Ok(StepOutcome::Applied)
+}
+
+fn failure(operation: String, output: &CommandOutput, secrets: &[&str]) -> StepFailure {
+    StepFailure {
+        operation: mask(&operation, secrets),
+        status: output.status,
+        detail: mask(&output.tail(TAIL_LINES), secrets),
+    }
+}
+
+async fn run_operation(
+    transport: &Transport,
+    operation: &Operation,
+    context: &ApplyContext,
+    secrets: &[&str],
+) -> Result<Option<StepFailure>, ExecError> {
+    match operation {
+        Operation::Run(command) => {
+            let output = transport.run(command, None).await?;
+            Ok((!output.success()).then(|| failure(command.display(), &output, secrets)))
+        }
+        Operation::Upload {
+            path,
+            mode,
+            content,
+        } => {
+            transport.upload(content, path, *mode).await?;
+            Ok(None)
+        }
+        Operation::Transfer {
+            url,
+            sha256,
+            path,
+            mode,
+        } => {
+            let local = download::fetch(url, sha256, &context.cache_dir).await?;
+            transport.upload_file(&local, path, *mode).await?;
+            Ok(None)
+        }
+        Operation::ReplaceBlock {
+            path,
+            marker,
+            block,
+            ..
+        } => {
+            let (current, mode) = read_file(transport, path).await?;
+            let updated = env::splice(&current, marker, block);
+            transport.upload(updated.as_bytes(), path, mode).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// Read a file and its mode from the node; a missing file reads as empty, mode 0644.
+async fn read_file(transport: &Transport, path: &Path) -> Result<(String, u32), ExecError> {
+    const SCRIPT: &str =
+        "if [ -e \"$1\" ]; then stat -c %a -- \"$1\" && cat -- \"$1\"; else echo absent; fi";
+    let command = NodeCommand::new("sh")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg("read")
+        .arg(path.display().to_string());
+    let output = transport.run(&command, None).await?;
+    let text = output.stdout_text();
+    let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
+    match u32::from_str_radix(first.trim(), 8) {
+        Ok(mode) if output.success() => Ok((rest.to_string(), mode)),
+        _ => Ok((String::new(), 0o644)),
+    }
+}
+
+/// Run a step's verification; `Some` describes what is wrong.
+pub async fn verify(
+    transport: &Transport,
+    verification: &Verification,
+    secrets: &[&str],
+) -> Result<Option<StepFailure>, ExecError> {
+    match verification {
+        Verification::LibrariesResolve {
+            sonames,
+            directories,
+        } => {
+            let command = NodeCommand::new("ldconfig").arg("-p");
+            let output = transport.run(&command, None).await?;
+            if !output.success() {
+                return Ok(Some(failure(command.display(), &output, secrets)));
+            }
+            let entries = parse_ldconfig(&output.stdout_text()).unwrap_or_default();
+            let missing: Vec<String> = sonames
+                .iter()
+                .filter(|soname| {
+                    !entries.iter().any(|entry| {
+                        &entry.soname == *soname
+                            && entry
+                                .path
+                                .parent()
+                                .is_some_and(|parent| directories.iter().any(|d| d == parent))
+                    })
+                })
+                .cloned()
+                .collect();
+            Ok((!missing.is_empty()).then(|| StepFailure {
+                operation: "ldconfig -p".to_string(),
+                status: output.status,
+                detail: format!(
+                    "`{}` does not resolve into {}",
+                    missing.join("`, `"),
+                    directories
+                        .iter()
+                        .map(|d| format!("`{}`", d.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }))
+        }
+        Verification::ToolkitVersion { prefix, version } => {
+            let file = prefix.join("version.json");
+            let command = NodeCommand::new("cat").arg(file.display().to_string());
+            let output = transport.run(&command, None).await?;
+            let found = parse_version_json(&file, &output.stdout_text())
+                .ok()
+                .flatten();
+            Ok((found.as_ref() != Some(version)).then(|| StepFailure {
+                operation: command.display(),
+                status: output.status,
+                detail: match found {
+                    Some(found) => {
+                        format!("`{}` names CUDA {found}, not {version}", file.display())
+                    }
+                    None => format!(
+                        "`{}` is missing or unreadable: {}",
+                        file.display(),
+                        output.tail(3)
+                    ),
+                },
+            }))
+        }
+        Verification::EnvironmentVisible { python, variables } => {
+            const PROGRAM: &str = "import json, os, sys\nprint(json.dumps({name: os.environ.get(name) for name in sys.argv[1:]}))";
+            let command = NodeCommand::new(python.display().to_string())
+                .arg("-c")
+                .arg(PROGRAM)
+                .args(variables.iter().map(|(name, _)| name.clone()));
+            let output = transport.run(&command, None).await?;
+            if !output.success() {
+                return Ok(Some(failure(command.display(), &output, secrets)));
+            }
+            let seen: serde_json::Value =
+                serde_json::from_str(output.stdout_text().trim()).unwrap_or_default();
+            let wrong: Vec<&str> = variables
+                .iter()
+                .filter(|(name, value)| {
+                    seen.get(name).and_then(|v| v.as_str()) != Some(value.as_str())
+                })
+                .map(|(name, _)| name.as_str())
+                .collect();
+            Ok((!wrong.is_empty()).then(|| StepFailure {
+                operation: format!("a fresh `{}`", python.display()),
+                status: output.status,
+                detail: format!(
+                    "does not see the manifest's value of `{}`",
+                    wrong.join("`, `")
+                ),
+            }))
+        }
+    }
+}
+
+/// The file a step writes, for journals and the no-mutation checks.
+pub fn written_paths(step: &Step) -> Vec<PathBuf> {
+    step.operations
+        .iter()
+        .filter_map(|operation| match operation {
+            Operation::Upload { path, .. } | Operation::ReplaceBlock { path, .. } => {
+                Some(path.clone())
+            }
+            Operation::Run(_) | Operation::Transfer { .. } => None,
+        })
+        .collect()
+}

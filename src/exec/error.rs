@@ -1,0 +1,34 @@
+//! Errors of the executor.
+
+use crate::facts::FactsError;
+use crate::transport::TransportError;
+
+/// Failed to work on a node.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The node could not be reached or a command could not run.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// A file for the node could not be fetched or verified.
+    #[error(transparent)]
+    Download(#[from] crate::transport::download::DownloadError),
+    /// The probe ran but its output could not be read.
+    #[error("Failed to read the facts of `{host}`")]
+    Facts {
+        /// e.g. `node0`.
+        host: String,
+        /// The parse error.
+        #[source]
+        source: FactsError,
+    },
+    /// The probe script itself failed (it is written never to fail).
+    #[error("Failed to probe `{host}`: the probe exited with status {status:?}: {tail}")]
+    ProbeFailed {
+        /// e.g. `node0`.
+        host: String,
+        /// Its exit status.
+        status: Option<i32>,
+        /// The end of its output.
+        tail: String,
+    },
+}

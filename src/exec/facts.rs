@@ -1,0 +1,29 @@
+//! Gathering a node's facts: the probe script in one round trip, then the pure parser.
+
+use crate::facts::{NodeFacts, PROBE_SCRIPT, ProbeRequest};
+use crate::transport::{NodeCommand, Transport};
+
+use super::ExecError;
+
+/// Run the probe on the node (exactly one command) and parse its output.
+pub async fn gather_facts(
+    transport: &Transport,
+    request: &ProbeRequest,
+) -> Result<NodeFacts, ExecError> {
+    let (program, arguments) = request.command();
+    let command = NodeCommand::new(program).args(arguments);
+    let output = transport
+        .run(&command, Some(PROBE_SCRIPT.as_bytes()))
+        .await?;
+    if !output.success() {
+        return Err(ExecError::ProbeFailed {
+            host: transport.name().to_string(),
+            status: output.status,
+            tail: output.tail(10),
+        });
+    }
+    NodeFacts::parse(&output.stdout_text()).map_err(|source| ExecError::Facts {
+        host: transport.name().to_string(),
+        source,
+    })
+}

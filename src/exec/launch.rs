@@ -1,0 +1,346 @@
+//! The verification launch: start the server detached with its log and pid file,
+//! stream the log until the ready line, a fail pattern or the timeout, probe the
+//! health URL on the node, and stop the server unless asked to keep it.
+//!
+//! The log is read with `tail -F --pid`, which follows the file through inotify and
+//! ends when the server exits: the controller never polls, and a server that dies
+//! without printing anything is noticed at once.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::facts::{GpuProcess, parse_compute_apps};
+use crate::manifest::Verify;
+use crate::transport::{NodeCommand, Transport};
+
+use super::ExecError;
+
+/// How many log lines a failure report shows.
+pub const LAST_LINES: usize = 40;
+
+/// What to launch and how to judge it.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    /// The manifest's `verify` section.
+    pub verify: Verify,
+    /// Where the server's pid is recorded, e.g. `/var/lib/cuda-upgrade/launch.pid`.
+    pub pid_file: PathBuf,
+    /// The interpreter that probes the health URL on the node.
+    pub python: PathBuf,
+}
+
+/// Why a launch did not become ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LaunchFailure {
+    /// A line matched a fail pattern, e.g. `Traceback`.
+    FailPattern {
+        /// The pattern.
+        pattern: String,
+        /// The matching line.
+        line: String,
+    },
+    /// The server exited before printing the ready line.
+    Exited,
+    /// Neither ready nor failed within the timeout.
+    Timeout {
+        /// Seconds waited.
+        seconds: u64,
+    },
+    /// The health URL did not answer 200.
+    Unhealthy {
+        /// e.g. `http://127.0.0.1:30000/health`.
+        url: String,
+        /// What the probe saw.
+        detail: String,
+    },
+    /// The server could not be started.
+    StartFailed {
+        /// The start command's output.
+        detail: String,
+    },
+}
+
+/// How a verification launch ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum LaunchOutcome {
+    /// The ready line appeared (and the health URL answered, when given).
+    Ready {
+        /// From the start of the server to the ready line's detection.
+        #[serde(rename = "time_to_ready_ms", serialize_with = "millis")]
+        time_to_ready: Duration,
+        /// The server's pid.
+        pid: u32,
+        /// `true` when the server was stopped afterwards.
+        stopped: bool,
+    },
+    /// GPUs are busy: the launch was not started.
+    Refused {
+        /// Who holds the GPUs.
+        holders: Vec<GpuProcess>,
+        /// Why, e.g. ``nvidia-smi` is not installed`.
+        reason: String,
+    },
+    /// It started and failed.
+    Failed {
+        /// Why.
+        failure: LaunchFailure,
+        /// The last lines of the log.
+        last_lines: Vec<String>,
+        /// The server's pid, when it started.
+        pid: Option<u32>,
+    },
+}
+
+fn millis<S: serde::Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u128(value.as_millis())
+}
+
+/// Start the server detached, in its own session (so it can be stopped as a group),
+/// with stdout and stderr appended to a fresh log; print its pid.
+const START_SCRIPT: &str = r#"set -eu
+log=$1; pid_file=$2; workdir=$3; shift 3
+mkdir -p -- "$(dirname -- "$log")" "$(dirname -- "$pid_file")"
+: > "$log"
+if [ -n "$workdir" ]; then cd -- "$workdir"; fi
+setsid "$@" >> "$log" 2>&1 < /dev/null &
+echo "$!" > "$pid_file"
+echo "$!"
+"#;
+
+/// Stop the server's process group: TERM, up to 10 s, then KILL.
+const STOP_SCRIPT: &str = r#"pid=$1
+running() { [ -e "/proc/$pid" ] && ! grep -q ') Z ' "/proc/$pid/stat" 2>/dev/null; }
+running || exit 0
+# Signal numbers and `-PGID`: the portable spelling that dash's builtin kill accepts.
+kill -15 "-$pid" 2>/dev/null || kill -15 "$pid" 2>/dev/null || true
+i=0
+while running && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if running; then kill -9 "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true; fi
+"#;
+
+/// Ask the GPUs who holds them.
+pub async fn gpu_holders(
+    transport: &Transport,
+) -> Result<Result<Vec<GpuProcess>, String>, ExecError> {
+    let command = NodeCommand::new("nvidia-smi")
+        .arg("--query-compute-apps=gpu_uuid,pid,process_name,used_memory")
+        .arg("--format=csv");
+    let output = transport.run(&command, None).await?;
+    if output.status == Some(127) {
+        return Ok(Err(
+            "`nvidia-smi` is not installed, so idle GPUs cannot be confirmed".to_string(),
+        ));
+    }
+    if !output.success() {
+        return Ok(Err(format!("`nvidia-smi` failed: {}", output.tail(5))));
+    }
+    Ok(parse_compute_apps(&output.stdout_text()).map_err(|error| error.to_string()))
+}
+
+/// Run the verification launch.
+pub async fn launch(transport: &Transport, spec: &LaunchSpec) -> Result<LaunchOutcome, ExecError> {
+    let verify = &spec.verify;
+    if verify.require_idle_gpus {
+        match gpu_holders(transport).await? {
+            Ok(holders) if holders.is_empty() => {}
+            Ok(holders) => {
+                let reason = format!(
+                    "{} process(es) hold the GPUs: {}",
+                    holders.len(),
+                    holders
+                        .iter()
+                        .map(|p| format!("pid {} `{}`", p.pid, p.process_name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                return Ok(LaunchOutcome::Refused { holders, reason });
+            }
+            Err(reason) => {
+                return Ok(LaunchOutcome::Refused {
+                    holders: Vec::new(),
+                    reason,
+                });
+            }
+        }
+    }
+    let start = NodeCommand::new("sh")
+        .arg("-c")
+        .arg(START_SCRIPT)
+        .arg("start")
+        .arg(verify.log.display().to_string())
+        .arg(spec.pid_file.display().to_string())
+        .arg(
+            verify
+                .workdir
+                .as_ref()
+                .map(|w| w.display().to_string())
+                .unwrap_or_default(),
+        )
+        .args(verify.launch.iter().cloned());
+    let started_at = Instant::now();
+    let output = transport.run(&start, None).await?;
+    let pid = output.stdout_text().trim().parse::<u32>().ok();
+    let Some(pid) = pid.filter(|_| output.success()) else {
+        return Ok(LaunchOutcome::Failed {
+            failure: LaunchFailure::StartFailed {
+                detail: output.tail(10),
+            },
+            last_lines: Vec::new(),
+            pid: None,
+        });
+    };
+    let watched = watch_log(transport, spec, pid, started_at).await;
+    let outcome = match watched {
+        Ok(Watch::Ready(time_to_ready)) => match check_health(transport, spec).await? {
+            Some(failure) => LaunchOutcome::Failed {
+                failure,
+                last_lines: Vec::new(),
+                pid: Some(pid),
+            },
+            None => LaunchOutcome::Ready {
+                time_to_ready,
+                pid,
+                stopped: !verify.keep_running,
+            },
+        },
+        Ok(Watch::Failed(failure, last_lines)) => LaunchOutcome::Failed {
+            failure,
+            last_lines,
+            pid: Some(pid),
+        },
+        Err(error) => {
+            stop(transport, pid).await?;
+            return Err(error);
+        }
+    };
+    let keep = verify.keep_running && matches!(outcome, LaunchOutcome::Ready { .. });
+    if !keep {
+        stop(transport, pid).await?;
+    }
+    Ok(outcome)
+}
+
+enum Watch {
+    Ready(Duration),
+    Failed(LaunchFailure, Vec<String>),
+}
+
+async fn watch_log(
+    transport: &Transport,
+    spec: &LaunchSpec,
+    pid: u32,
+    started_at: Instant,
+) -> Result<Watch, ExecError> {
+    let verify = &spec.verify;
+    // `timeout` bounds the remote tail even if the controller goes away.
+    let limit = verify.timeout.as_secs() + 5;
+    let command = NodeCommand::new("timeout")
+        .arg(limit.to_string())
+        .arg("tail")
+        .arg("-n")
+        .arg("+1")
+        .arg(format!("--pid={pid}"))
+        .arg("-F")
+        .arg("--")
+        .arg(verify.log.display().to_string());
+    let stream = transport.stream(&command).await?;
+    let mut lines = BufReader::new(stream.stdout).lines();
+    let mut last: std::collections::VecDeque<String> =
+        std::collections::VecDeque::with_capacity(LAST_LINES);
+    let deadline = tokio::time::Instant::from_std(started_at) + verify.timeout;
+    let result = loop {
+        let line = match tokio::time::timeout_at(deadline, lines.next_line()).await {
+            Err(_) => {
+                break Watch::Failed(
+                    LaunchFailure::Timeout {
+                        seconds: verify.timeout.as_secs(),
+                    },
+                    last.into(),
+                );
+            }
+            Ok(Ok(Some(line))) => line,
+            Ok(Ok(None)) => break Watch::Failed(LaunchFailure::Exited, last.into()),
+            Ok(Err(_)) => break Watch::Failed(LaunchFailure::Exited, last.into()),
+        };
+        if last.len() == LAST_LINES {
+            last.pop_front();
+        }
+        last.push_back(line.clone());
+        if line.contains(&verify.ready) {
+            break Watch::Ready(started_at.elapsed());
+        }
+        if let Some(pattern) = verify
+            .fail
+            .iter()
+            .find(|pattern| line.contains(pattern.as_str()))
+        {
+            // A Traceback's interesting part comes after its first line: read on briefly.
+            let grace = tokio::time::Instant::now() + Duration::from_millis(500);
+            while let Ok(Ok(Some(more))) = tokio::time::timeout_at(grace, lines.next_line()).await {
+                if last.len() == LAST_LINES {
+                    last.pop_front();
+                }
+                last.push_back(more);
+            }
+            break Watch::Failed(
+                LaunchFailure::FailPattern {
+                    pattern: pattern.clone(),
+                    line,
+                },
+                last.into(),
+            );
+        }
+    };
+    drop(lines);
+    drop(stream.handle);
+    Ok(result)
+}
+
+async fn check_health(
+    transport: &Transport,
+    spec: &LaunchSpec,
+) -> Result<Option<LaunchFailure>, ExecError> {
+    let Some(url) = &spec.verify.health else {
+        return Ok(None);
+    };
+    // Asked from the node itself: the URL is the node's (`127.0.0.1` is the node).
+    const PROGRAM: &str = r#"import sys, time, urllib.request
+url = sys.argv[1]
+error = "no answer"
+for attempt in range(20):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            print(response.status)
+            sys.exit(0 if response.status == 200 else 1)
+    except Exception as caught:
+        error = str(caught)
+        time.sleep(0.25)
+print(error)
+sys.exit(1)
+"#;
+    let command = NodeCommand::new(spec.python.display().to_string())
+        .arg("-c")
+        .arg(PROGRAM)
+        .arg(url.clone());
+    let output = transport.run(&command, None).await?;
+    Ok((!output.success()).then(|| LaunchFailure::Unhealthy {
+        url: url.clone(),
+        detail: output.tail(3),
+    }))
+}
+
+/// Stop the process group the launch started (by its recorded pid only).
+pub async fn stop(transport: &Transport, pid: u32) -> Result<(), ExecError> {
+    let command = NodeCommand::new("sh")
+        .arg("-c")
+        .arg(STOP_SCRIPT)
+        .arg("stop")
+        .arg(pid.to_string());
+    transport.run(&command, None).await?;
+    Ok(())
+}

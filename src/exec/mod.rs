@@ -1,0 +1,15 @@
+//! The executor: everything that talks to nodes through a transport.
+//!
+//! Gathering facts is the first thing it does on a node; later stages (steps, the
+//! verification launch) run here too. Everything before the executor is pure.
+
+mod apply;
+mod error;
+mod facts;
+pub mod launch;
+mod node;
+
+pub use apply::{ApplyContext, StepFailure, StepOutcome, apply_step, verify, written_paths};
+pub use error::ExecError;
+pub use facts::gather_facts;
+pub use node::{NodeSelection, connect};

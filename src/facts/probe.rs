@@ -1,0 +1,150 @@
+//! The probe script and the arguments it runs with. It owns what is sent to a node to
+//! gather its facts in one round trip; it does not run anything (the transports do) and
+//! does not read the output (see [`crate::facts::NodeFacts::parse`]).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The probe script, POSIX `sh`. Send it on standard input of `sh -s -- ARGUMENTS…`
+/// (see [`ProbeRequest::command`]); it always exits `0` and prints sections.
+pub const PROBE_SCRIPT: &str = include_str!("probe.sh");
+
+/// The name of the block the env injection step manages in `sitecustomize.py`: the
+/// block runs from `# >>> cuda-upgrade managed block >>>` to
+/// `# <<< cuda-upgrade managed block <<<`.
+pub const DEFAULT_MARKER: &str = "cuda-upgrade managed block";
+
+/// What to probe, e.g. interpreter `/opt/ml-env/bin/python3` expecting `libnvrtc.so.13`.
+/// The probe echoes it back, so parsed facts carry it too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeRequest {
+    /// The target interpreter, e.g. `/opt/ml-env/bin/python3`; `None` to skip Python.
+    pub python: Option<PathBuf>,
+    /// Sonames the manifest expects the loader to resolve, e.g. `["libnvrtc.so.13"]`.
+    pub libraries: Vec<String>,
+    /// The managed block's marker name, e.g. `cuda-upgrade managed block`.
+    pub marker: String,
+    /// A file to read the driver version from instead of `/proc/driver/nvidia/version`,
+    /// e.g. a testbed's `/opt/testbed/driver-version`.
+    pub driver_version_file: Option<PathBuf>,
+}
+
+impl ProbeRequest {
+    /// A request for `python` expecting `libraries`, with the default marker.
+    pub fn new(python: impl Into<PathBuf>, libraries: Vec<String>) -> Self {
+        Self {
+            python: Some(python.into()),
+            libraries,
+            marker: DEFAULT_MARKER.to_string(),
+            driver_version_file: None,
+        }
+    }
+
+    /// The script's arguments, e.g. `["--python", "/opt/ml-env/bin/python3", "--library",
+    /// "libnvrtc.so.13", "--marker", "cuda-upgrade managed block"]`. Each element is one
+    /// argument: quote each one when rendering a remote command line.
+    pub fn arguments(&self) -> Vec<String> {
+        let mut arguments = Vec::new();
+        if let Some(python) = &self.python {
+            arguments.push("--python".to_string());
+            arguments.push(python.to_string_lossy().into_owned());
+        }
+        for library in &self.libraries {
+            arguments.push("--library".to_string());
+            arguments.push(library.clone());
+        }
+        arguments.push("--marker".to_string());
+        arguments.push(self.marker.clone());
+        if let Some(file) = &self.driver_version_file {
+            arguments.push("--driver-version-file".to_string());
+            arguments.push(file.to_string_lossy().into_owned());
+        }
+        arguments
+    }
+
+    /// The whole command: program `sh` and its arguments, e.g. `["sh", "-s", "--",
+    /// "--python", …]`; [`PROBE_SCRIPT`] goes on its standard input.
+    pub fn command(&self) -> (&'static str, Vec<String>) {
+        let mut arguments = vec!["-s".to_string(), "--".to_string()];
+        arguments.extend(self.arguments());
+        ("sh", arguments)
+    }
+}
+
+impl Default for ProbeRequest {
+    fn default() -> Self {
+        Self {
+            python: None,
+            libraries: Vec::new(),
+            marker: DEFAULT_MARKER.to_string(),
+            driver_version_file: None,
+        }
+    }
+}
+
+/// Reads section `arguments` (`KEY\tVALUE` lines) back into a request.
+pub(crate) fn parse_arguments(text: &str) -> ProbeRequest {
+    let mut request = ProbeRequest::default();
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('\t') else {
+            continue;
+        };
+        match key {
+            "python" if !value.is_empty() => request.python = Some(PathBuf::from(value)),
+            "library" if !value.is_empty() => request.libraries.push(value.to_string()),
+            "marker" => request.marker = value.to_string(),
+            "driver-version-file" if !value.is_empty() => {
+                request.driver_version_file = Some(PathBuf::from(value));
+            }
+            _ => {}
+        }
+    }
+    request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_one_element_each() {
+        let mut request = ProbeRequest::new(
+            "/opt/ml env/bin/python3",
+            vec!["libnvrtc.so.13".to_string()],
+        );
+        request.driver_version_file = Some(PathBuf::from("/opt/testbed/driver-version"));
+        let (program, arguments) = request.command();
+        assert_eq!(program, "sh");
+        assert_eq!(
+            arguments,
+            vec![
+                "-s",
+                "--",
+                "--python",
+                "/opt/ml env/bin/python3",
+                "--library",
+                "libnvrtc.so.13",
+                "--marker",
+                "cuda-upgrade managed block",
+                "--driver-version-file",
+                "/opt/testbed/driver-version",
+            ]
+        );
+    }
+
+    #[test]
+    fn arguments_section_reads_back() {
+        let request = parse_arguments(
+            "python\t/opt/ml-env/bin/python3\nmarker\tcuda-upgrade managed block\n\
+             library\tlibnvrtc.so.13\ndriver-version-file\t\n",
+        );
+        assert_eq!(
+            request,
+            ProbeRequest::new(
+                "/opt/ml-env/bin/python3",
+                vec!["libnvrtc.so.13".to_string()]
+            )
+        );
+    }
+}

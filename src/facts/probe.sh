@@ -1,0 +1,402 @@
+# cuda-upgrade node probe: prints every fact the planner needs in one run.
+#
+# Usage: sh -s -- --python PATH [--library SONAME]... [--marker NAME]
+#                 [--driver-version-file PATH]  < probe.sh
+#    or: sh -c "$(cat probe.sh)" cuda-upgrade-probe --python PATH ...
+#
+# Output is a sequence of sections, each one:
+#   @@begin NAME[ ARGUMENT]@@
+#   <stdout of the command, at most a bounded number of lines>
+#   @@stderr@@                      (only when the command wrote to stderr)
+#   <stderr, bounded>
+#   @@end status=N@@                (N is the exit status, or `absent` when the tool is missing)
+# A missing tool, interpreter or toolkit is a fact, never a failure of the probe:
+# the script itself always exits 0.
+#
+# Every command reads from /dev/null: the script itself arrives on stdin (`sh -s`),
+# and a command that read stdin would swallow the rest of it.
+
+LC_ALL=C
+export LC_ALL
+PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin:/usr/local/cuda/bin"
+export PATH
+
+python=""
+marker="cuda-upgrade managed block"
+driver_version_file=""
+libraries=""
+while [ "$#" -gt 0 ]; do
+    # A flag without its value ends the list; `shift 2` would stop the script.
+    if [ "$#" -lt 2 ]; then
+        break
+    fi
+    case "$1" in
+        --python) python="$2"; shift 2 ;;
+        --library) libraries="$libraries
+$2"; shift 2 ;;
+        --marker) marker="$2"; shift 2 ;;
+        --driver-version-file) driver_version_file="$2"; shift 2 ;;
+        *) shift ;;
+    esac
+done
+
+scratch="$(mktemp -d 2>/dev/null)" || scratch=""
+if [ -z "$scratch" ]; then
+    scratch="${TMPDIR:-/tmp}/cuda-upgrade-probe.$$"
+    mkdir -p "$scratch" || exit 0
+fi
+trap 'rm -rf "$scratch"' EXIT
+trap 'exit 130' INT TERM
+
+# emit LIMIT NAME ARGUMENT -- COMMAND...: runs COMMAND and prints it as one section.
+emit() {
+    limit="$1"; name="$2"; argument="$3"; shift 4
+    if [ -n "$argument" ]; then
+        printf '@@begin %s %s@@\n' "$name" "$argument"
+    else
+        printf '@@begin %s@@\n' "$name"
+    fi
+    "$@" </dev/null >"$scratch/out" 2>"$scratch/err"
+    status=$?
+    head -n "$limit" "$scratch/out"
+    if [ -s "$scratch/out" ] && [ "$(tail -c 1 "$scratch/out" | wc -l)" -eq 0 ]; then
+        printf '\n'
+    fi
+    if [ -s "$scratch/err" ]; then
+        printf '@@stderr@@\n'
+        head -c 4000 "$scratch/err"
+        if [ "$(tail -c 1 "$scratch/err" | wc -l)" -eq 0 ]; then
+            printf '\n'
+        fi
+    fi
+    printf '@@end status=%s@@\n' "$status"
+}
+
+# absent NAME ARGUMENT: a section for a tool or file that is not there.
+absent() {
+    if [ -n "$2" ]; then
+        printf '@@begin %s %s@@\n@@end status=absent@@\n' "$1" "$2"
+    else
+        printf '@@begin %s@@\n@@end status=absent@@\n' "$1"
+    fi
+}
+
+have() {
+    command -v "$1" >/dev/null 2>&1
+}
+
+# bounded COMMAND...: runs COMMAND for at most 120 s where `timeout` exists, so that a
+# hung `nvidia-smi` (a GPU fallen off the bus) cannot hang the probe; status 124 then.
+bounded() {
+    if have timeout; then
+        timeout 120 "$@"
+    else
+        "$@"
+    fi
+}
+
+printf '@@cuda-upgrade-probe 1@@\n'
+
+probe_arguments() {
+    printf 'python\t%s\n' "$python"
+    printf 'marker\t%s\n' "$marker"
+    printf '%s\n' "$libraries" | while IFS= read -r library; do
+        [ -n "$library" ] && printf 'library\t%s\n' "$library"
+    done
+    printf 'driver-version-file\t%s\n' "$driver_version_file"
+    return 0
+}
+emit 100 arguments "" -- probe_arguments
+
+# GPUs and the processes that hold them.
+if have nvidia-smi; then
+    emit 256 nvidia-smi-gpus "" -- bounded nvidia-smi \
+        --query-gpu=index,name,driver_version,compute_cap,memory.total,memory.used,uuid \
+        --format=csv,noheader,nounits
+    if [ "$status" != 0 ]; then
+        # Drivers before compute_cap was queryable still answer the rest.
+        emit 256 nvidia-smi-gpus-without-capability "" -- bounded nvidia-smi \
+            --query-gpu=index,name,driver_version,memory.total,memory.used,uuid \
+            --format=csv,noheader,nounits
+    fi
+    emit 1024 nvidia-smi-compute-apps "" -- bounded nvidia-smi \
+        --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv
+else
+    absent nvidia-smi-gpus ""
+    absent nvidia-smi-compute-apps ""
+fi
+
+# The kernel driver's version.
+if [ -n "$driver_version_file" ]; then
+    if [ -r "$driver_version_file" ]; then
+        emit 20 driver "$driver_version_file" -- cat "$driver_version_file"
+    else
+        absent driver "$driver_version_file"
+    fi
+elif [ -r /proc/driver/nvidia/version ]; then
+    emit 20 driver /proc/driver/nvidia/version -- cat /proc/driver/nvidia/version
+elif [ -r /sys/module/nvidia/version ]; then
+    emit 20 driver /sys/module/nvidia/version -- cat /sys/module/nvidia/version
+else
+    absent driver ""
+fi
+
+# Installed toolkits: every /usr/local/cuda* entry and what it resolves to.
+toolkit_links() {
+    for candidate in /usr/local/cuda /usr/local/cuda-*; do
+        [ -d "$candidate" ] || continue
+        printf '%s\t%s\n' "$candidate" "$(readlink -f "$candidate")"
+    done
+    return 0
+}
+emit 64 toolkits "" -- toolkit_links
+cut -f 2 "$scratch/out" 2>/dev/null | sort -u >"$scratch/prefixes"
+while IFS= read -r prefix; do
+    [ -n "$prefix" ] || continue
+    if [ -r "$prefix/version.json" ]; then
+        emit 200 toolkit-version-json "$prefix" -- cat "$prefix/version.json"
+    else
+        absent toolkit-version-json "$prefix"
+    fi
+    if [ -r "$prefix/version.txt" ]; then
+        emit 5 toolkit-version-txt "$prefix" -- cat "$prefix/version.txt"
+    else
+        absent toolkit-version-txt "$prefix"
+    fi
+    if [ -x "$prefix/bin/nvcc" ]; then
+        emit 10 toolkit-nvcc "$prefix" -- bounded "$prefix/bin/nvcc" --version
+    else
+        absent toolkit-nvcc "$prefix"
+    fi
+done <"$scratch/prefixes"
+
+# The target interpreter: one Python program prints everything as one JSON object.
+python_facts() {
+    bounded "$python" - <<'PYTHON'
+import json, os, platform, re, sys, sysconfig
+
+facts = {}
+facts["executable"] = sys.executable
+facts["version"] = platform.python_version()
+facts["implementation"] = sys.implementation.name
+facts["prefix"] = sys.prefix
+facts["base_prefix"] = getattr(sys, "base_prefix", sys.prefix)
+facts["path"] = [entry for entry in sys.path if entry]
+try:
+    import site
+    facts["site_packages"] = list(site.getsitepackages())
+except Exception:
+    facts["site_packages"] = [sysconfig.get_paths()["purelib"]]
+facts["machine"] = platform.machine()
+try:
+    facts["glibc"] = os.confstr("CS_GNU_LIBC_VERSION")
+except (AttributeError, ValueError, OSError):
+    facts["glibc"] = None
+
+
+def fallback_tags():
+    # Like pip's packaging.tags.sys_tags for CPython on glibc Linux.
+    # See: https://packaging.python.org/en/latest/specifications/platform-compatibility-tags/
+    major, minor = sys.version_info[0], sys.version_info[1]
+    machine = platform.machine()
+    platforms = []
+    glibc = facts["glibc"]
+    match = re.match(r"glibc (\d+)\.(\d+)", glibc or "")
+    if match and match.group(1) == "2":
+        # See: https://peps.python.org/pep-0600/ (manylinux_2_17 is the oldest for x86_64 and aarch64)
+        oldest = 17 if machine in ("x86_64", "aarch64", "ppc64le", "s390x") else 5
+        for glibc_minor in range(int(match.group(2)), oldest - 1, -1):
+            platforms.append("manylinux_2_%d_%s" % (glibc_minor, machine))
+            # See: https://peps.python.org/pep-0600/#legacy-manylinux-tags
+            legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+            if glibc_minor in legacy:
+                platforms.append("%s_%s" % (legacy[glibc_minor], machine))
+    platforms.append("linux_%s" % machine)
+    tags = []
+    if sys.implementation.name == "cpython":
+        interpreter = "cp%d%d" % (major, minor)
+        abis = [interpreter, "abi3", "none"]
+        for abi in abis:
+            for name in platforms:
+                tags.append("%s-%s-%s" % (interpreter, abi, name))
+        for older in range(minor - 1, 1, -1):
+            for name in platforms:
+                tags.append("cp%d%d-abi3-%s" % (major, older, name))
+    for name in platforms:
+        tags.append("py%d%d-none-%s" % (major, minor, name))
+        tags.append("py%d-none-%s" % (major, name))
+    for older in range(minor - 1, -1, -1):
+        for name in platforms:
+            tags.append("py%d%d-none-%s" % (major, older, name))
+    if sys.implementation.name == "cpython":
+        tags.append("cp%d%d-none-any" % (major, minor))
+    tags.append("py%d%d-none-any" % (major, minor))
+    tags.append("py%d-none-any" % major)
+    for older in range(minor - 1, -1, -1):
+        tags.append("py%d%d-none-any" % (major, older))
+    return tags
+
+
+tags_module = None
+facts["tags_source"] = "fallback"
+try:
+    from packaging import tags as tags_module
+    facts["tags_source"] = "packaging"
+except Exception:
+    try:
+        from pip._vendor.packaging import tags as tags_module
+        facts["tags_source"] = "pip"
+    except Exception:
+        tags_module = None
+if tags_module is not None:
+    try:
+        facts["tags"] = [str(tag) for tag in tags_module.sys_tags()]
+    except Exception:
+        facts["tags_source"] = "fallback"
+        facts["tags"] = fallback_tags()
+else:
+    facts["tags"] = fallback_tags()
+
+import importlib.util
+
+sitecustomize = {"origin": None, "imported": "sitecustomize" in sys.modules, "text": None, "shadowed": []}
+try:
+    spec = importlib.util.find_spec("sitecustomize")
+except Exception:
+    spec = None
+if spec is not None and spec.origin:
+    sitecustomize["origin"] = spec.origin
+    try:
+        with open(spec.origin, "r", encoding="utf-8", errors="replace") as handle:
+            sitecustomize["text"] = handle.read(262144)
+    except OSError:
+        pass
+for directory in facts["site_packages"]:
+    candidate = os.path.join(directory, "sitecustomize.py")
+    if os.path.isfile(candidate) and candidate != sitecustomize["origin"]:
+        sitecustomize["shadowed"].append(candidate)
+facts["sitecustomize"] = sitecustomize
+
+torch = None
+try:
+    spec = importlib.util.find_spec("torch")
+except Exception:
+    spec = None
+if spec is not None and spec.submodule_search_locations:
+    location = list(spec.submodule_search_locations)[0]
+    torch = {"location": location, "version_py": None, "requires": None, "metadata_version": None}
+    try:
+        with open(os.path.join(location, "version.py"), "r", encoding="utf-8", errors="replace") as handle:
+            torch["version_py"] = handle.read(8192)
+    except OSError:
+        pass
+    try:
+        import importlib.metadata as metadata
+        distribution = metadata.distribution("torch")
+        torch["metadata_version"] = distribution.version
+        torch["requires"] = list(distribution.requires or [])[:400]
+    except Exception:
+        pass
+facts["torch"] = torch
+
+distributions = []
+try:
+    import importlib.metadata as metadata
+    for distribution in metadata.distributions():
+        name = distribution.metadata["Name"]
+        if name:
+            distributions.append([name, distribution.version])
+except Exception:
+    pass
+facts["distributions"] = sorted(distributions)[:4000]
+
+json.dump(facts, sys.stdout, sort_keys=True)
+sys.stdout.write("\n")
+PYTHON
+}
+# A bare name such as `python3` is looked up on PATH, as a shell would.
+case "$python" in
+    */*) ;;
+    ?*) python="$(command -v "$python" 2>/dev/null || printf '%s' "$python")" ;;
+esac
+if [ -n "$python" ] && [ -x "$python" ]; then
+    emit 10 python "$python" -- python_facts
+    emit 4000 pip-freeze "$python" -- bounded "$python" -m pip freeze --all --disable-pip-version-check
+else
+    absent python "$python"
+    absent pip-freeze "$python"
+fi
+
+# Shared libraries: the loader cache for the expected libraries and CUDA's, and the
+# real files they point to (the file names carry the full versions).
+ldconfig_lines() {
+    printf '%s\n' "$libraries" | while IFS= read -r library; do
+        [ -n "$library" ] && printf '%s\n' "$library"
+    done >"$scratch/patterns"
+    for library in libcudnn libnccl libnvrtc libcudart libcublas libcuda.so; do
+        printf '%s\n' "$library" >>"$scratch/patterns"
+    done
+    ldconfig -p >"$scratch/ldconfig" || return $?
+    grep -F -f "$scratch/patterns" "$scratch/ldconfig"
+    return 0
+}
+if have ldconfig; then
+    emit 400 ldconfig "" -- ldconfig_lines
+    sed -n 's/^.* => //p' "$scratch/out" 2>/dev/null | sort -u >"$scratch/libraries"
+    library_files() {
+        while IFS= read -r library; do
+            printf '%s\t%s\n' "$library" "$(readlink -f "$library")"
+        done <"$scratch/libraries"
+        return 0
+    }
+    emit 400 library-files "" -- library_files
+else
+    absent ldconfig ""
+    absent library-files ""
+fi
+
+ld_so_conf() {
+    for file in /etc/ld.so.conf /etc/ld.so.conf.d/*; do
+        [ -f "$file" ] || continue
+        printf '==> %s <==\n' "$file"
+        head -n 50 "$file"
+    done
+    return 0
+}
+emit 600 ld-so-conf "" -- ld_so_conf
+
+# Free space where the upgrade writes.
+disk_space() {
+    venv=/
+    if [ -n "$python" ]; then
+        # The environment's prefix, or its nearest existing parent on a fresh node.
+        venv="$(dirname "$(dirname "$python")")"
+        while [ ! -e "$venv" ] && [ "$venv" != "/" ] && [ "$venv" != "." ]; do
+            venv="$(dirname "$venv")"
+        done
+    fi
+    for path in / /usr/local "$venv" /tmp; do
+        [ -e "$path" ] || continue
+        printf '%s\t%s\n' "$path" "$(df -Pk "$path" 2>/dev/null | tail -n 1)"
+    done
+    return 0
+}
+emit 10 disk "" -- disk_space
+
+if [ -r /etc/os-release ]; then
+    emit 40 os-release "" -- cat /etc/os-release
+else
+    absent os-release ""
+fi
+emit 2 uname "" -- uname -srm
+
+# What `upgrade apply` recorded about source installs: one JSON document a line.
+install_records() {
+    for record in /var/lib/cuda-upgrade/records/*.json; do
+        [ -f "$record" ] && tr -d '\n' < "$record" && printf '\n'
+    done
+    return 0
+}
+emit 200 install-records "" -- install_records
+
+exit 0

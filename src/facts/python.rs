@@ -1,0 +1,294 @@
+//! Parser for the target interpreter's report: the JSON object the probe's embedded
+//! Python program prints (version, prefixes, site directories, platform tags, glibc,
+//! the `sitecustomize` module it really imports, torch's build files). It does not
+//! create environments nor choose wheels for these tags.
+//!
+//! See: <https://docs.python.org/3/library/site.html>
+
+use std::path::{Path, PathBuf};
+
+use pep440_rs::Version;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::facts::error::FactsError;
+use crate::facts::pip::package_version;
+use crate::facts::versions::GlibcVersion;
+
+/// Who computed [`PythonFacts::tags`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TagsSource {
+    /// `packaging.tags.sys_tags()` of an importable `packaging`.
+    Packaging,
+    /// The copy of `packaging` vendored in pip.
+    Pip,
+    /// The probe's own computation (cp/abi3/none × `manylinux_2_N` for N ≤ glibc's minor).
+    Fallback,
+}
+
+/// The target interpreter, e.g. `/opt/torch/.venv/bin/python3`, CPython `3.12.3`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PythonFacts {
+    /// `sys.executable`, e.g. `/opt/torch/.venv/bin/python3`.
+    pub executable: PathBuf,
+    /// `platform.python_version()`, e.g. `3.12.3`.
+    pub version: Version,
+    /// `sys.implementation.name`, e.g. `cpython`.
+    pub implementation: String,
+    /// `sys.prefix`, e.g. `/opt/torch/.venv`.
+    pub prefix: PathBuf,
+    /// `sys.base_prefix`, e.g. `/usr`.
+    pub base_prefix: PathBuf,
+    /// `site.getsitepackages()`, e.g. `["/opt/torch/.venv/lib/python3.12/site-packages", …]`.
+    pub site_packages: Vec<PathBuf>,
+    /// `sys.path` without empty entries, in import order.
+    pub path: Vec<PathBuf>,
+    /// `platform.machine()`, e.g. `x86_64`.
+    pub machine: String,
+    /// The C library, e.g. `2.39`; `None` on a non-glibc system.
+    pub glibc: Option<GlibcVersion>,
+    /// Supported wheel tags, most preferred first, e.g. `cp312-cp312-manylinux_2_39_x86_64`.
+    pub tags: Vec<String>,
+    /// Who computed the tags.
+    pub tags_source: TagsSource,
+}
+
+impl PythonFacts {
+    /// Whether the interpreter runs in a virtual environment (`sys.prefix !=
+    /// sys.base_prefix`).
+    pub fn is_virtual_environment(&self) -> bool {
+        self.prefix != self.base_prefix
+    }
+}
+
+/// The block the env injection step manages inside `sitecustomize.py`, between
+/// `# >>> cuda-upgrade managed block >>>` and `# <<< cuda-upgrade managed block <<<`.
+///
+/// Its content may hold secret values, so it never leaves the process: the facts JSON
+/// (what `upgrade probe` prints and `--facts` reads) carries only its digest, which is
+/// all a plan needs to compare the block with the desired one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManagedBlock {
+    /// The lines between the markers, e.g. `os.environ.setdefault("CUDA_HOME", "/usr/local/cuda-13.0")\n`.
+    #[serde(skip)]
+    pub content: String,
+    /// The SHA-256 of [`ManagedBlock::content`] in hex, e.g. `9f86d0…`.
+    pub sha256: String,
+}
+
+/// The `sitecustomize` module the interpreter really imports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SitecustomizeFacts {
+    /// `importlib.util.find_spec('sitecustomize').origin`, e.g.
+    /// `/usr/lib/python3.12/sitecustomize.py`; `None` when there is none.
+    pub origin: Option<PathBuf>,
+    /// Whether the interpreter imported it at start-up.
+    pub imported: bool,
+    /// The SHA-256 of the whole file in hex, when it was read.
+    pub file_sha256: Option<String>,
+    /// The managed block, when the file has one.
+    pub managed_block: Option<ManagedBlock>,
+    /// `sitecustomize.py` files in site-packages directories that are never imported
+    /// because [`SitecustomizeFacts::origin`] comes first, e.g.
+    /// `/opt/torch/.venv/lib/python3.12/site-packages/sitecustomize.py`.
+    pub shadowed: Vec<PathBuf>,
+}
+
+/// Torch's build files as the interpreter found them, without importing torch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct TorchFiles {
+    /// The package directory, e.g. `/opt/torch/.venv/lib/python3.12/site-packages/torch`.
+    pub location: PathBuf,
+    /// `torch/version.py`'s text, bounded.
+    pub version_py: Option<String>,
+    /// `Requires-Dist` values of its METADATA.
+    pub requires: Option<Vec<String>>,
+    /// The distribution's version, e.g. `2.11.0`.
+    pub metadata_version: Option<String>,
+}
+
+/// The raw JSON object the embedded Python program prints.
+#[derive(Debug, Clone, Deserialize)]
+struct PythonReport {
+    executable: PathBuf,
+    version: String,
+    implementation: String,
+    prefix: PathBuf,
+    base_prefix: PathBuf,
+    site_packages: Vec<PathBuf>,
+    path: Vec<PathBuf>,
+    machine: String,
+    glibc: Option<String>,
+    tags: Vec<String>,
+    tags_source: TagsSource,
+    sitecustomize: SitecustomizeReport,
+    torch: Option<TorchFiles>,
+    #[serde(default)]
+    distributions: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct SitecustomizeReport {
+    origin: Option<PathBuf>,
+    imported: bool,
+    text: Option<String>,
+    shadowed: Vec<PathBuf>,
+}
+
+/// Everything the interpreter's report holds, split by topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterpreterReport {
+    /// The interpreter.
+    pub python: PythonFacts,
+    /// Its `sitecustomize` module.
+    pub sitecustomize: SitecustomizeFacts,
+    /// Torch's build files, when torch is installed.
+    pub torch: Option<TorchFiles>,
+    /// `(name, version)` of every distribution, e.g. `("Jinja2", "3.1.6")`.
+    pub distributions: Vec<(String, String)>,
+}
+
+/// The SHA-256 of `text` in hex.
+pub(crate) fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Cuts the block between `# >>> MARKER >>>` and `# <<< MARKER <<<` out of `text`,
+/// e.g. marker `cuda-upgrade managed block`. A block without its end marker is taken
+/// to the end of the file.
+pub fn managed_block(text: &str, marker: &str) -> Option<ManagedBlock> {
+    let begin = format!("# >>> {marker} >>>");
+    let end = format!("# <<< {marker} <<<");
+    let mut content = String::new();
+    let mut inside = false;
+    let mut found = false;
+    for line in text.lines() {
+        if !inside && line.trim() == begin {
+            inside = true;
+            found = true;
+            continue;
+        }
+        if inside && line.trim() == end {
+            break;
+        }
+        if inside {
+            content.push_str(line);
+            content.push('\n');
+        }
+    }
+    found.then(|| ManagedBlock {
+        sha256: sha256_hex(&content),
+        content,
+    })
+}
+
+/// Parses the interpreter's JSON report, e.g. of `/opt/torch/.venv/bin/python3`, and
+/// reads the managed block named `marker` out of its `sitecustomize`.
+pub fn parse_python_report(
+    python: &str,
+    text: &str,
+    marker: &str,
+) -> Result<InterpreterReport, FactsError> {
+    let report: PythonReport =
+        serde_json::from_str(text.trim()).map_err(|source| FactsError::PythonReport {
+            python: python.to_string(),
+            source,
+        })?;
+    let glibc = report
+        .glibc
+        .as_deref()
+        .map(str::parse::<GlibcVersion>)
+        .transpose()?;
+    let sitecustomize = SitecustomizeFacts {
+        origin: report.sitecustomize.origin,
+        imported: report.sitecustomize.imported,
+        file_sha256: report.sitecustomize.text.as_deref().map(sha256_hex),
+        managed_block: report
+            .sitecustomize
+            .text
+            .as_deref()
+            .and_then(|text| managed_block(text, marker)),
+        shadowed: report.sitecustomize.shadowed,
+    };
+    Ok(InterpreterReport {
+        python: PythonFacts {
+            executable: report.executable,
+            version: package_version(&report.version)?,
+            implementation: report.implementation,
+            prefix: report.prefix,
+            base_prefix: report.base_prefix,
+            site_packages: report.site_packages,
+            path: report.path,
+            machine: report.machine,
+            glibc,
+            tags: report.tags,
+            tags_source: report.tags_source,
+        },
+        sitecustomize,
+        torch: report.torch,
+        distributions: report.distributions,
+    })
+}
+
+/// Whether `path` lies under `prefix`, e.g. `/usr/lib/python3.12/sitecustomize.py` is not
+/// under `/opt/torch/.venv`.
+pub fn is_under(path: &Path, prefix: &Path) -> bool {
+    path.starts_with(prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::test_support::fixture;
+
+    #[test]
+    fn h200_report_parses() {
+        let report = parse_python_report(
+            "/opt/torch/.venv/bin/python3",
+            &fixture("h200.python.json"),
+            "cuda-upgrade managed block",
+        )
+        .unwrap();
+        assert_eq!(report.python.version.to_string(), "3.12.3");
+        assert!(report.python.is_virtual_environment());
+        assert_eq!(report.python.glibc.unwrap().to_string(), "2.39");
+        assert_eq!(report.python.tags[0], "cp312-cp312-linux_x86_64");
+        assert_eq!(
+            report.sitecustomize.origin.as_deref(),
+            Some(Path::new("/usr/lib/python3.12/sitecustomize.py"))
+        );
+        assert_eq!(report.sitecustomize.managed_block, None);
+        assert!(!is_under(
+            report.sitecustomize.origin.as_deref().unwrap(),
+            &report.python.prefix
+        ));
+    }
+
+    #[test]
+    fn managed_block_is_cut_between_markers() {
+        let text = "import os\n\
+            # >>> cuda-upgrade managed block >>>\n\
+            os.environ.setdefault('CUDA_HOME', '/usr/local/cuda-13.0')\n\
+            # <<< cuda-upgrade managed block <<<\n\
+            print('kept')\n";
+        let block = managed_block(text, "cuda-upgrade managed block").unwrap();
+        assert_eq!(
+            block.content,
+            "os.environ.setdefault('CUDA_HOME', '/usr/local/cuda-13.0')\n"
+        );
+        assert_eq!(block.sha256, sha256_hex(&block.content));
+        assert_eq!(
+            managed_block("import os\n", "cuda-upgrade managed block"),
+            None
+        );
+    }
+
+    #[test]
+    fn broken_report_is_an_error() {
+        assert!(matches!(
+            parse_python_report("/x/python3", "{", "m"),
+            Err(FactsError::PythonReport { .. })
+        ));
+    }
+}

@@ -1,0 +1,125 @@
+//! The resolver: decides whether a manifest's stack can work on a node, and either
+//! pins every package (a [`Lock`]) or explains why not (a [`ConflictReport`]).
+//!
+//! PubGrub over the [`Universe`](crate::index::Universe) with index policy, PEP 440
+//! semantics (local labels, pre/post/dev releases), PEP 508 markers for the node,
+//! extras, `Requires-Python`, wheel tags, yanked files, overrides and constraints, and
+//! the rules of `manifests/rules/` as extra dependencies on virtual packages that
+//! stand for the node (`python`, `glibc`, `cuda-driver`, `gpu-arch`, `cuda-toolkit`,
+//! `cuda-runtime`). It reads indexes only through the universe: no I/O here.
+
+mod environment;
+mod error;
+mod lock;
+mod node;
+mod package;
+mod provider;
+pub mod ranges;
+mod report;
+mod request;
+
+use std::collections::BTreeMap;
+
+pub use environment::{FactsFile, Implementation, TargetEnvironment};
+pub use error::ResolveError;
+pub use lock::{LOCK_SCHEMA, Lock, LockedPackage, LockedSource};
+pub use package::{ResolverPackage, VirtualPackage};
+pub use provider::{Cause, RuleCause, Unavailable, VersionRange};
+pub use report::{ConflictReport, show_range};
+pub use request::{
+    IndexPolicy, ManifestPin, Origin, PackageSelection, PrereleaseMode, Request, ResolveOptions,
+    RootRequirement,
+};
+
+use pep440_rs::Version;
+use pubgrub::PubGrubError;
+
+use crate::index::Universe;
+use crate::rules::RuleSet;
+use provider::Provider;
+
+/// Resolve `request` against `universe` for the node `environment`, applying `rules`.
+///
+/// Returns the lock, or [`ResolveError::Unresolvable`] with a report in domain words.
+pub fn resolve(
+    request: &Request,
+    universe: &Universe,
+    environment: &TargetEnvironment,
+    rules: &RuleSet,
+) -> Result<Lock, ResolveError> {
+    let markers = environment.markers()?;
+    let provider = Provider::new(request, universe, environment, rules, markers);
+    let root = provider.root().clone();
+    match pubgrub::resolve(&provider, root, Version::new([0])) {
+        Ok(selection) => {
+            let mut extras: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            let mut chosen: BTreeMap<String, (pep508_rs::PackageName, Version)> = BTreeMap::new();
+            for (package, version) in selection {
+                match package {
+                    ResolverPackage::Package(name) => {
+                        chosen.insert(name.to_string(), (name, version));
+                    }
+                    ResolverPackage::Extra(name, extra) => {
+                        extras
+                            .entry(name.to_string())
+                            .or_default()
+                            .push(extra.to_string());
+                    }
+                    ResolverPackage::Root(_) | ResolverPackage::Virtual(_) => {}
+                }
+            }
+            let mut packages = Vec::new();
+            for (key, (name, version)) in chosen {
+                let mut package_extras = extras.remove(&key).unwrap_or_default();
+                package_extras.sort();
+                let source = match provider.git_source(&name) {
+                    Some(git) => LockedSource::Git {
+                        url: git.url.clone(),
+                        rev: git.rev.clone(),
+                        subdirectory: git.subdirectory.clone(),
+                    },
+                    None => {
+                        let release = provider.release(&name, &version).ok_or_else(|| {
+                            ResolveError::Solver {
+                                message: format!(
+                                    "`{name} {version}` was chosen but is not recorded"
+                                ),
+                            }
+                        })?;
+                        let file =
+                            provider
+                                .choose_file(&name, release)
+                                .map_err(|(reason, _)| ResolveError::Solver {
+                                    message: format!("`{name} {version}` was chosen but {reason}"),
+                                })?;
+                        LockedSource::Index {
+                            index: provider.index_name_of(&name).unwrap_or_default(),
+                            file: file.file.filename.clone(),
+                            sha256: file.file.sha256.as_ref().map(ToString::to_string),
+                        }
+                    }
+                };
+                packages.push(LockedPackage {
+                    also_on_explicit: provider.explicit_holders(&name),
+                    name: key,
+                    version: version.to_string(),
+                    extras: package_extras,
+                    source,
+                });
+            }
+            Ok(Lock {
+                schema: LOCK_SCHEMA,
+                manifest: request.name.clone(),
+                assumed: environment.to_facts(),
+                packages,
+            })
+        }
+        Err(PubGrubError::NoSolution(tree)) => Err(ResolveError::Unresolvable {
+            manifest: request.file.clone(),
+            report: Box::new(report::conflict_report(&provider, &tree, &request.name)),
+        }),
+        Err(error) => Err(ResolveError::Solver {
+            message: error.to_string(),
+        }),
+    }
+}

@@ -1,0 +1,1032 @@
+//! The pubgrub dependency provider over a [`Universe`]: index policy, candidate
+//! versions, file selection, markers, extras, overrides, constraints and rules.
+//!
+//! Every dependency the provider hands to pubgrub is recorded with its [`Cause`] (a
+//! manifest line, a release's metadata, a rule with its source), and every release it
+//! refuses carries an [`Unavailable`] reason, so the conflict report can speak in
+//! domain words. This module owns no output; `report` renders.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet};
+use std::convert::Infallible;
+use std::fmt;
+use std::rc::Rc;
+use std::str::FromStr;
+
+use pep440_rs::Version;
+use pep508_rs::{ExtraName, MarkerEnvironment, PackageName, Requirement, VersionOrUrl};
+use pubgrub::{
+    Dependencies, DependencyConstraints, DependencyProvider, PackageResolutionStatistics, Ranges,
+};
+
+use super::environment::TargetEnvironment;
+use super::package::{ResolverPackage, VirtualPackage};
+use super::ranges::{
+    python_lower_bounds, python_ranges, specifiers_name_prerelease, specifiers_to_ranges,
+};
+use super::request::{ManifestPin, PrereleaseMode, Request, RootRequirement};
+use crate::cuda::{CudaVersion, GpuArch};
+use crate::index::filename::DistFilename;
+use crate::index::tags::{Glibc, Platform, TagRank};
+use crate::index::{DistFile, Release, Universe};
+use crate::manifest::GitSource;
+use crate::rules::{AbiPin, ArchSupport, DriverMinimum, RuleSet, RuntimeRule, VersionLock};
+
+/// The version set of every package: one range type for pubgrub and PEP 440.
+pub type VersionRange = Ranges<Version>;
+
+/// Why a dependency exists.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cause {
+    /// A root requirement written in the manifest.
+    Manifest(RootRequirement),
+    /// An override that replaced a requirement.
+    Override(ManifestPin),
+    /// A constraint that narrowed a requirement.
+    Constraint(ManifestPin),
+    /// The dependent release's own `Requires-Dist`, e.g. `flashinfer_python==0.6.3`.
+    Metadata(Requirement),
+    /// The dependent release's `Requires-Python`, e.g. `>=3.10`.
+    RequiresPython(String),
+    /// The root's `Requires-Python`.
+    RootRequiresPython(String),
+    /// `pkg[extra]` needs `pkg` at the same version.
+    ExtraBase,
+    /// The release's wheels are manylinux wheels for at least this glibc.
+    WheelGlibc(Glibc),
+    /// The manifest installs a toolkit.
+    Toolkit,
+    /// The manifest's stack links a CUDA runtime.
+    Runtime,
+    /// A rule from `manifests/rules/`.
+    Rule(RuleCause),
+}
+
+/// A rule that adds a dependency, with its source.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RuleCause {
+    /// Toolkit → minimum driver.
+    Driver(DriverMinimum),
+    /// The CUDA runtime's release line → minimum driver.
+    RuntimeDriver(DriverMinimum),
+    /// Toolkit → supported GPU architectures.
+    Arch(ArchSupport),
+    /// A local label names the runtime, e.g. `+cu130` → `==13.0.*`.
+    LocalLabel {
+        /// e.g. `cu130`.
+        label: String,
+        /// e.g. `==13.0.*`.
+        runtime: String,
+        /// Where it is documented.
+        source: String,
+    },
+    /// A wheel family needs a runtime, e.g. `nvidia-*-cu12` → `==12.*`.
+    Family {
+        /// e.g. `nvidia-*-cu12`.
+        pattern: String,
+        /// e.g. `==12.*`.
+        runtime: String,
+        /// Where it is documented.
+        source: String,
+    },
+    /// A native ABI pin.
+    AbiPin(Box<AbiPin>),
+    /// A version lock, e.g. flashinfer-cubin follows flashinfer-python.
+    VersionLock(VersionLock),
+}
+
+/// One recorded edge: `dependent version` needs `dependency` in `range` because of `cause`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    /// e.g. `torch`.
+    pub dependency: ResolverPackage,
+    /// e.g. `==2.9.1`.
+    pub range: VersionRange,
+    /// Why.
+    pub cause: Cause,
+}
+
+/// Why a release cannot be used on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unavailable {
+    /// No wheel fits the node's interpreter and platform, and no sdist may be built.
+    NoCompatibleFile {
+        /// e.g. `cp311-cp311-manylinux_2_28_x86_64`.
+        tags: Vec<String>,
+        /// Whether an sdist exists but is not allowed (`no_build`).
+        sdist_refused: bool,
+    },
+    /// Every usable file is yanked and the root does not pin this version exactly.
+    Yanked {
+        /// The index's reason, e.g. `broken build`.
+        reason: String,
+    },
+    /// A git source whose version has no recorded metadata in any index.
+    NoMetadata {
+        /// e.g. `https://github.com/sgl-project/sglang`.
+        url: String,
+    },
+}
+
+impl fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoCompatibleFile {
+                tags,
+                sdist_refused,
+            } => {
+                if tags.is_empty() {
+                    f.write_str("it has no wheel")?;
+                } else {
+                    write!(f, "no wheel fits this node (wheels: {})", tags.join(", "))?;
+                }
+                if *sdist_refused {
+                    f.write_str(" and building its sdist is not allowed")?;
+                } else {
+                    f.write_str(" and it has no sdist")?;
+                }
+                Ok(())
+            }
+            Self::Yanked { reason } if reason.is_empty() => f.write_str("it is yanked"),
+            Self::Yanked { reason } => write!(f, "it is yanked (`{reason}`)"),
+            Self::NoMetadata { url } => write!(
+                f,
+                "no index records the metadata of this version to stand in for the checkout of `{url}`"
+            ),
+        }
+    }
+}
+
+/// The file chosen for a release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChosenFile {
+    /// The file.
+    pub file: DistFile,
+    /// The wheel's rank, `None` for an sdist.
+    pub rank: Option<TagRank>,
+}
+
+/// One candidate version of a package.
+#[derive(Debug, Clone)]
+struct Candidate<'a> {
+    version: Version,
+    release: &'a Release,
+}
+
+/// Where a package's candidates come from.
+#[derive(Debug, Clone)]
+pub(crate) enum PackageSource {
+    /// An index, by position in the universe.
+    Index(usize),
+    /// A git checkout; metadata from the same version in this index, if any.
+    Git(GitSource, Option<usize>),
+    /// No index may serve it.
+    Missing,
+}
+
+#[derive(Debug)]
+struct Candidates<'a> {
+    source: PackageSource,
+    /// Newest first.
+    versions: Vec<Candidate<'a>>,
+    prereleases_allowed: bool,
+}
+
+/// The provider.
+pub struct Provider<'a> {
+    request: &'a Request,
+    universe: &'a Universe,
+    environment: &'a TargetEnvironment,
+    rules: &'a RuleSet,
+    markers: MarkerEnvironment,
+    platform: Platform,
+    root: ResolverPackage,
+    overrides: HashMap<PackageName, Vec<&'a ManifestPin>>,
+    constraints: HashMap<PackageName, Vec<&'a ManifestPin>>,
+    explicit_prereleases: HashSet<PackageName>,
+    exact_root_pins: HashMap<PackageName, VersionRange>,
+    index_pins: HashMap<PackageName, String>,
+    git: HashMap<PackageName, GitSource>,
+    candidates: RefCell<HashMap<PackageName, Rc<Candidates<'a>>>>,
+    edges: RefCell<HashMap<(ResolverPackage, Version), Vec<Edge>>>,
+}
+
+impl<'a> Provider<'a> {
+    /// A provider for one request on one node.
+    pub fn new(
+        request: &'a Request,
+        universe: &'a Universe,
+        environment: &'a TargetEnvironment,
+        rules: &'a RuleSet,
+        markers: MarkerEnvironment,
+    ) -> Self {
+        let mut overrides: HashMap<PackageName, Vec<&ManifestPin>> = HashMap::new();
+        for pin in &request.overrides {
+            overrides
+                .entry(pin.requirement.name.clone())
+                .or_default()
+                .push(pin);
+        }
+        let mut constraints: HashMap<PackageName, Vec<&ManifestPin>> = HashMap::new();
+        for pin in &request.constraints {
+            constraints
+                .entry(pin.requirement.name.clone())
+                .or_default()
+                .push(pin);
+        }
+        let mut explicit_prereleases = HashSet::new();
+        let mut exact_root_pins: HashMap<PackageName, VersionRange> = HashMap::new();
+        let mut index_pins = HashMap::new();
+        let mut git = HashMap::new();
+        let direct = request
+            .requirements
+            .iter()
+            .map(|requirement| &requirement.requirement)
+            .chain(request.overrides.iter().map(|pin| &pin.requirement))
+            .chain(request.constraints.iter().map(|pin| &pin.requirement));
+        for requirement in direct {
+            if let Some(VersionOrUrl::VersionSpecifier(specifiers)) = &requirement.version_or_url {
+                if specifiers_name_prerelease(specifiers) {
+                    explicit_prereleases.insert(requirement.name.clone());
+                }
+                let exact = specifiers.iter().any(|specifier| {
+                    matches!(
+                        specifier.operator(),
+                        pep440_rs::Operator::Equal | pep440_rs::Operator::ExactEqual
+                    )
+                });
+                if exact {
+                    let range = specifiers_to_ranges(specifiers);
+                    exact_root_pins
+                        .entry(requirement.name.clone())
+                        .and_modify(|existing: &mut VersionRange| {
+                            *existing = existing.union(&range);
+                        })
+                        .or_insert(range);
+                }
+            }
+        }
+        for requirement in &request.requirements {
+            if let Some(index) = &requirement.index {
+                index_pins.insert(requirement.requirement.name.clone(), index.clone());
+            }
+            if let Some(source) = &requirement.git {
+                git.insert(requirement.requirement.name.clone(), source.clone());
+            }
+        }
+        Self {
+            request,
+            universe,
+            environment,
+            rules,
+            markers,
+            platform: environment.platform(),
+            root: ResolverPackage::Root(request.name.clone()),
+            overrides,
+            constraints,
+            explicit_prereleases,
+            exact_root_pins,
+            index_pins,
+            git,
+            candidates: RefCell::new(HashMap::new()),
+            edges: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The root package.
+    pub fn root(&self) -> &ResolverPackage {
+        &self.root
+    }
+
+    /// Every recorded edge from `package` (any version) to `dependency`.
+    pub fn edges_between(
+        &self,
+        package: &ResolverPackage,
+        dependency: &ResolverPackage,
+    ) -> Vec<(Version, Edge)> {
+        let mut found: Vec<(Version, Edge)> = self
+            .edges
+            .borrow()
+            .iter()
+            .filter(|((from, _), _)| from == package)
+            .flat_map(|((_, version), edges)| {
+                edges
+                    .iter()
+                    .filter(|edge| edge.dependency == *dependency)
+                    .map(|edge| (version.clone(), edge.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found
+    }
+
+    /// The packages whose recorded dependencies name `dependency`, e.g. `torch 2.9.1`
+    /// for `nvidia-cublas-cu12`.
+    pub fn dependents_of(&self, dependency: &ResolverPackage) -> Vec<(ResolverPackage, Version)> {
+        let mut found: Vec<(ResolverPackage, Version)> = self
+            .edges
+            .borrow()
+            .iter()
+            .filter(|(_, edges)| edges.iter().any(|edge| edge.dependency == *dependency))
+            .map(|((package, version), _)| (package.clone(), version.clone()))
+            .collect();
+        found.sort();
+        found
+    }
+
+    /// The index a package is served from, by name, e.g. `pytorch-cu130`.
+    pub fn index_name_of(&self, name: &PackageName) -> Option<String> {
+        match self.candidates(name).source {
+            PackageSource::Index(position) => Some(self.universe.indexes[position].name.clone()),
+            PackageSource::Git(..) | PackageSource::Missing => None,
+        }
+    }
+
+    /// Explicit indexes that have `name` although the manifest does not pin it there.
+    pub fn explicit_holders(&self, name: &PackageName) -> Vec<String> {
+        if self.index_pins.contains_key(name) {
+            return Vec::new();
+        }
+        self.request
+            .indexes
+            .iter()
+            .filter(|policy| policy.explicit)
+            .filter(|policy| {
+                self.universe
+                    .index(&policy.name)
+                    .is_some_and(|index| index.packages.contains_key(name))
+            })
+            .map(|policy| policy.name.clone())
+            .collect()
+    }
+
+    /// Whether an override replaces every requirement on `name`.
+    pub fn has_override(&self, name: &PackageName) -> bool {
+        self.overrides.contains_key(name)
+    }
+
+    /// The index a package is pinned to in the manifest, e.g. `pytorch-cu130`.
+    pub fn index_pin(&self, name: &PackageName) -> Option<&str> {
+        self.index_pins.get(name).map(String::as_str)
+    }
+
+    /// Pre-release versions of `name` that were hidden by the pre-release policy.
+    pub fn hidden_prereleases(&self, name: &PackageName, range: &VersionRange) -> Vec<Version> {
+        let candidates = self.candidates(name);
+        if candidates.prereleases_allowed {
+            return Vec::new();
+        }
+        candidates
+            .versions
+            .iter()
+            .filter(|candidate| {
+                candidate.version.any_prerelease() && range.contains(&candidate.version)
+            })
+            .map(|candidate| candidate.version.clone())
+            .collect()
+    }
+
+    /// The git source of a package, if the manifest builds it from git.
+    pub fn git_source(&self, name: &PackageName) -> Option<&GitSource> {
+        self.git.get(name)
+    }
+
+    /// The node this resolution is for.
+    pub fn environment(&self) -> &TargetEnvironment {
+        self.environment
+    }
+
+    /// The release of `name version` the provider reads.
+    pub fn release(&self, name: &PackageName, version: &Version) -> Option<&'a Release> {
+        self.candidates(name)
+            .versions
+            .iter()
+            .find(|candidate| candidate.version == *version)
+            .map(|candidate| candidate.release)
+    }
+
+    /// The best file of a release for this node, or why there is none; the second
+    /// value is the glibc its wheels would need when only a newer glibc is missing.
+    pub fn choose_file(
+        &self,
+        name: &PackageName,
+        release: &Release,
+    ) -> Result<ChosenFile, (Unavailable, Option<Glibc>)> {
+        let exact_pin = self
+            .exact_root_pins
+            .get(name)
+            .is_some_and(|range| range.contains(&release.version));
+        let no_binary = self.request.options.no_binary.contains(name);
+        let no_build = self.request.options.no_build.contains(name);
+        let python = &self.environment.python;
+        let mut best: Option<ChosenFile> = None;
+        let mut sdist: Option<&DistFile> = None;
+        let mut tags = Vec::new();
+        let mut sdist_exists = false;
+        let mut yanked_reason: Option<String> = None;
+        let mut glibc_needed: Option<Glibc> = None;
+        for file in &release.files {
+            let Ok(parsed) = DistFilename::parse(&file.filename) else {
+                continue;
+            };
+            if let Some(requires_python) = &file.requires_python
+                && !python_ranges(requires_python).contains(python)
+            {
+                continue;
+            }
+            let usable_yank = match &file.yanked {
+                Some(reason) if !exact_pin => {
+                    yanked_reason.get_or_insert_with(|| reason.clone());
+                    false
+                }
+                _ => true,
+            };
+            match parsed {
+                DistFilename::Wheel(wheel) => {
+                    tags.extend(wheel.tags.iter().map(ToString::to_string));
+                    if no_binary {
+                        continue;
+                    }
+                    match self.platform.best_rank(&wheel.tags) {
+                        Some(rank) if usable_yank => {
+                            if best.as_ref().is_none_or(|chosen| chosen.rank < Some(rank)) {
+                                best = Some(ChosenFile {
+                                    file: file.clone(),
+                                    rank: Some(rank),
+                                });
+                            }
+                        }
+                        Some(_) => {}
+                        None => {
+                            let relaxed = Platform {
+                                glibc: Glibc {
+                                    major: self.platform.glibc.major,
+                                    minor: u32::MAX,
+                                },
+                                ..self.platform.clone()
+                            };
+                            if usable_yank && relaxed.best_rank(&wheel.tags).is_some() {
+                                let needed = wheel
+                                    .tags
+                                    .iter()
+                                    .filter_map(|tag| manylinux_glibc(&tag.platform))
+                                    .min();
+                                if let Some(needed) = needed {
+                                    glibc_needed = Some(
+                                        glibc_needed.map_or(needed, |known| known.min(needed)),
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                DistFilename::Sdist(_) => {
+                    sdist_exists = true;
+                    if usable_yank && !no_build && sdist.is_none() {
+                        sdist = Some(file);
+                    }
+                }
+            }
+        }
+        if let Some(best) = best {
+            return Ok(best);
+        }
+        if let Some(sdist) = sdist {
+            return Ok(ChosenFile {
+                file: sdist.clone(),
+                rank: None,
+            });
+        }
+        if let Some(reason) = yanked_reason {
+            return Err((Unavailable::Yanked { reason }, None));
+        }
+        tags.sort();
+        tags.dedup();
+        Err((
+            Unavailable::NoCompatibleFile {
+                tags,
+                sdist_refused: sdist_exists && no_build,
+            },
+            glibc_needed,
+        ))
+    }
+
+    fn candidates(&self, name: &PackageName) -> Rc<Candidates<'a>> {
+        if let Some(found) = self.candidates.borrow().get(name) {
+            return Rc::clone(found);
+        }
+        let built = Rc::new(self.build_candidates(name));
+        self.candidates
+            .borrow_mut()
+            .insert(name.clone(), Rc::clone(&built));
+        built
+    }
+
+    /// The index policy: a package pinned to an index comes only from it; any other
+    /// package from the first non-explicit index that has it at all.
+    fn source_of(&self, name: &PackageName) -> PackageSource {
+        let position_of = |index_name: &str| {
+            self.universe
+                .indexes
+                .iter()
+                .position(|index| index.name == index_name)
+        };
+        let first_open = || {
+            self.request
+                .indexes
+                .iter()
+                .filter(|policy| !policy.explicit)
+                .filter_map(|policy| position_of(&policy.name))
+                .find(|position| self.universe.indexes[*position].packages.contains_key(name))
+        };
+        if let Some(source) = self.git.get(name) {
+            return PackageSource::Git(source.clone(), first_open());
+        }
+        if let Some(pinned) = self.index_pins.get(name) {
+            return match position_of(pinned) {
+                Some(position) if self.universe.indexes[position].packages.contains_key(name) => {
+                    PackageSource::Index(position)
+                }
+                _ => PackageSource::Missing,
+            };
+        }
+        // Without index policies (a universe used directly), every index is open.
+        if self.request.indexes.is_empty() {
+            return self
+                .universe
+                .indexes
+                .iter()
+                .position(|index| index.packages.contains_key(name))
+                .map_or(PackageSource::Missing, PackageSource::Index);
+        }
+        first_open().map_or(PackageSource::Missing, PackageSource::Index)
+    }
+
+    fn build_candidates(&self, name: &PackageName) -> Candidates<'a> {
+        let source = self.source_of(name);
+        let releases: Vec<&'a Release> = match &source {
+            PackageSource::Index(position) => self.universe.indexes[*position]
+                .packages
+                .get(name)
+                .map(|releases| releases.iter().collect())
+                .unwrap_or_default(),
+            PackageSource::Git(git, position) => {
+                let version = git.version.clone();
+                position
+                    .and_then(|position| self.universe.indexes[position].packages.get(name))
+                    .map(|releases| {
+                        releases
+                            .iter()
+                            .filter(|release| Some(&release.version) == version.as_ref())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+            PackageSource::Missing => Vec::new(),
+        };
+        let mut versions: Vec<Candidate<'a>> = releases
+            .into_iter()
+            .map(|release| Candidate {
+                version: release.version.clone(),
+                release,
+            })
+            .collect();
+        versions.sort_by(|a, b| b.version.cmp(&a.version));
+        versions.dedup_by(|a, b| a.version == b.version);
+        let prereleases_allowed = self.request.options.prereleases == PrereleaseMode::Allow
+            || self.explicit_prereleases.contains(name)
+            || versions
+                .iter()
+                .all(|candidate| candidate.version.any_prerelease());
+        Candidates {
+            source,
+            versions,
+            prereleases_allowed,
+        }
+    }
+
+    /// The node's value of a virtual package, e.g. `13.0.1` for `cuda-toolkit`.
+    pub fn virtual_value(&self, package: &VirtualPackage) -> Option<Version> {
+        self.virtual_version(package)
+    }
+
+    fn virtual_version(&self, package: &VirtualPackage) -> Option<Version> {
+        let parse = |text: String| Version::from_str(&text).ok();
+        match package {
+            VirtualPackage::Python => Some(self.environment.python.clone()),
+            VirtualPackage::Glibc => parse(self.environment.glibc.to_string()),
+            VirtualPackage::CudaDriver => self
+                .environment
+                .driver
+                .as_ref()
+                .and_then(|driver| parse(driver.to_string())),
+            VirtualPackage::GpuArch(arch) => parse(arch.compute_capability()),
+            VirtualPackage::CudaToolkit => self
+                .environment
+                .toolkit
+                .as_ref()
+                .and_then(|toolkit| parse(toolkit.to_string())),
+            VirtualPackage::CudaRuntime => self
+                .environment
+                .cuda_runtime
+                .as_ref()
+                .and_then(|runtime| parse(runtime.to_string())),
+        }
+    }
+
+    /// The dependencies a requirement turns into, overrides and constraints applied.
+    fn requirement_edges(&self, requirement: &Requirement, cause: Cause, edges: &mut Vec<Edge>) {
+        if let Some(overrides) = self.overrides.get(&requirement.name) {
+            for pin in overrides {
+                if pin.requirement.evaluate_markers(&self.markers, &[]) {
+                    self.plain_requirement_edges(
+                        &pin.requirement,
+                        Cause::Override((*pin).clone()),
+                        edges,
+                    );
+                }
+            }
+            return;
+        }
+        self.plain_requirement_edges(requirement, cause, edges);
+    }
+
+    fn plain_requirement_edges(
+        &self,
+        requirement: &Requirement,
+        cause: Cause,
+        edges: &mut Vec<Edge>,
+    ) {
+        let range = match &requirement.version_or_url {
+            Some(VersionOrUrl::VersionSpecifier(specifiers)) => specifiers_to_ranges(specifiers),
+            Some(VersionOrUrl::Url(_)) | None => Ranges::full(),
+        };
+        let name = &requirement.name;
+        edges.push(Edge {
+            dependency: ResolverPackage::Package(name.clone()),
+            range: range.clone(),
+            cause: cause.clone(),
+        });
+        for extra in &requirement.extras {
+            edges.push(Edge {
+                dependency: ResolverPackage::Extra(name.clone(), extra.clone()),
+                range: range.clone(),
+                cause: cause.clone(),
+            });
+        }
+        if let Some(constraints) = self.constraints.get(name) {
+            for pin in constraints {
+                if !pin.requirement.evaluate_markers(&self.markers, &[]) {
+                    continue;
+                }
+                if let Some(VersionOrUrl::VersionSpecifier(specifiers)) =
+                    &pin.requirement.version_or_url
+                {
+                    edges.push(Edge {
+                        dependency: ResolverPackage::Package(name.clone()),
+                        range: specifiers_to_ranges(specifiers),
+                        cause: Cause::Constraint((*pin).clone()),
+                    });
+                }
+            }
+        }
+    }
+
+    fn root_edges(&self) -> Vec<Edge> {
+        let mut edges = Vec::new();
+        for requirement in &self.request.requirements {
+            if !requirement.requirement.evaluate_markers(&self.markers, &[]) {
+                continue;
+            }
+            self.requirement_edges(
+                &requirement.requirement,
+                Cause::Manifest(requirement.clone()),
+                &mut edges,
+            );
+        }
+        if let Some(requires_python) = &self.request.requires_python {
+            edges.push(Edge {
+                dependency: ResolverPackage::Virtual(VirtualPackage::Python),
+                range: python_ranges(requires_python),
+                cause: Cause::RootRequiresPython(requires_python.to_string()),
+            });
+        }
+        if self.environment.toolkit.is_some() {
+            edges.push(Edge {
+                dependency: ResolverPackage::Virtual(VirtualPackage::CudaToolkit),
+                range: Ranges::full(),
+                cause: Cause::Toolkit,
+            });
+        }
+        if self.environment.cuda_runtime.is_some() {
+            edges.push(Edge {
+                dependency: ResolverPackage::Virtual(VirtualPackage::CudaRuntime),
+                range: Ranges::full(),
+                cause: Cause::Runtime,
+            });
+        }
+        edges
+    }
+
+    fn virtual_edges(&self, package: &VirtualPackage, version: &Version) -> Vec<Edge> {
+        let mut edges = Vec::new();
+        let Ok(cuda) = CudaVersion::from_str(&version.to_string()) else {
+            return edges;
+        };
+        let driver_edge = |minimum: DriverMinimum, cause: fn(DriverMinimum) -> RuleCause| {
+            Version::from_str(&minimum.driver.to_string())
+                .ok()
+                .map(|driver| Edge {
+                    dependency: ResolverPackage::Virtual(VirtualPackage::CudaDriver),
+                    range: Ranges::higher_than(driver),
+                    cause: Cause::Rule(cause(minimum)),
+                })
+        };
+        match package {
+            VirtualPackage::CudaToolkit => {
+                if let Some(requirement) = self.rules.drivers.minimum_for(&cuda) {
+                    edges.extend(driver_edge(requirement.rule, RuleCause::Driver));
+                }
+                if let Some(support) = self.rules.arches.support_for(&cuda) {
+                    for arch in &self.environment.gpu_archs {
+                        edges.push(Edge {
+                            dependency: ResolverPackage::Virtual(VirtualPackage::GpuArch(*arch)),
+                            range: arch_range(support.oldest, support.newest),
+                            cause: Cause::Rule(RuleCause::Arch(support.clone())),
+                        });
+                    }
+                }
+            }
+            VirtualPackage::CudaRuntime => {
+                if let Some(requirement) = self.rules.drivers.minimum_for(&cuda.release()) {
+                    edges.extend(driver_edge(requirement.rule, RuleCause::RuntimeDriver));
+                }
+            }
+            VirtualPackage::Python
+            | VirtualPackage::Glibc
+            | VirtualPackage::CudaDriver
+            | VirtualPackage::GpuArch(_) => {}
+        }
+        edges
+    }
+
+    fn release_edges(
+        &self,
+        name: &PackageName,
+        extra: Option<&ExtraName>,
+        release: &Release,
+    ) -> Result<Vec<Edge>, Unavailable> {
+        let mut edges = Vec::new();
+        let version = &release.version;
+        if let Some(extra) = extra {
+            edges.push(Edge {
+                dependency: ResolverPackage::Package(name.clone()),
+                range: Ranges::singleton(version.clone()),
+                cause: Cause::ExtraBase,
+            });
+            let extras = [extra.clone()];
+            for requirement in &release.requires_dist {
+                if requirement.evaluate_markers(&self.markers, &extras)
+                    && !requirement.evaluate_markers(&self.markers, &[])
+                {
+                    self.requirement_edges(
+                        requirement,
+                        Cause::Metadata(requirement.clone()),
+                        &mut edges,
+                    );
+                }
+            }
+            return Ok(edges);
+        }
+        match self.choose_file(name, release) {
+            Ok(_) => {}
+            Err((_, Some(glibc))) => {
+                if let Ok(needed) = Version::from_str(&glibc.to_string()) {
+                    edges.push(Edge {
+                        dependency: ResolverPackage::Virtual(VirtualPackage::Glibc),
+                        range: Ranges::higher_than(needed),
+                        cause: Cause::WheelGlibc(glibc),
+                    });
+                }
+            }
+            Err((unavailable, None)) => return Err(unavailable),
+        }
+        if let Some(requires_python) = &release.requires_python {
+            edges.push(Edge {
+                dependency: ResolverPackage::Virtual(VirtualPackage::Python),
+                range: python_lower_bounds(requires_python),
+                cause: Cause::RequiresPython(requires_python.to_string()),
+            });
+        }
+        for requirement in &release.requires_dist {
+            if requirement.evaluate_markers(&self.markers, &[]) {
+                self.requirement_edges(
+                    requirement,
+                    Cause::Metadata(requirement.clone()),
+                    &mut edges,
+                );
+            }
+        }
+        for rule in self.rules.runtimes.rules_for(name, version) {
+            let cause = match &rule {
+                RuntimeRule::LocalLabel(label) => RuleCause::LocalLabel {
+                    label: label.label.clone(),
+                    runtime: label.runtime.to_string(),
+                    source: label.source.clone(),
+                },
+                RuntimeRule::Family(family) => RuleCause::Family {
+                    pattern: family.packages.clone(),
+                    runtime: family.runtime.to_string(),
+                    source: family.source.clone(),
+                },
+            };
+            edges.push(Edge {
+                dependency: ResolverPackage::Virtual(VirtualPackage::CudaRuntime),
+                range: specifiers_to_ranges(rule.runtime()),
+                cause: Cause::Rule(cause),
+            });
+        }
+        for pin in self.rules.abi.pins_for(name, version) {
+            let range = match &pin.requires.version_or_url {
+                Some(VersionOrUrl::VersionSpecifier(specifiers)) => {
+                    specifiers_to_ranges(specifiers)
+                }
+                Some(VersionOrUrl::Url(_)) | None => Ranges::full(),
+            };
+            edges.push(Edge {
+                dependency: ResolverPackage::Package(pin.requires.name.clone()),
+                range,
+                cause: Cause::Rule(RuleCause::AbiPin(Box::new(pin.clone()))),
+            });
+        }
+        if let Some(lock) = self.rules.abi.lock_for(name) {
+            let public = version.clone().without_local();
+            edges.push(Edge {
+                dependency: ResolverPackage::Package(lock.follows.clone()),
+                range: Ranges::from_range_bounds(public.clone()..after_public(&public)),
+                cause: Cause::Rule(RuleCause::VersionLock(lock.clone())),
+            });
+        }
+        Ok(edges)
+    }
+}
+
+/// The range `[version, next public)`, holding every local build of `version`.
+fn after_public(version: &Version) -> Version {
+    let specifier = pep440_rs::VersionSpecifier::equals_version(version.clone());
+    let range = super::ranges::specifier_to_range(&specifier);
+    range
+        .bounding_range()
+        .and_then(|(_, upper)| match upper {
+            std::ops::Bound::Excluded(upper) | std::ops::Bound::Included(upper) => {
+                Some(upper.clone())
+            }
+            std::ops::Bound::Unbounded => None,
+        })
+        .unwrap_or_else(|| version.clone())
+}
+
+/// `[oldest, newest]` as compute-capability versions, e.g. `[7.5, 12.1]`.
+fn arch_range(oldest: GpuArch, newest: GpuArch) -> VersionRange {
+    let parse = |arch: GpuArch| Version::from_str(&arch.compute_capability()).ok();
+    match (parse(oldest), parse(newest)) {
+        (Some(low), Some(high)) => Ranges::from_range_bounds(low..=high),
+        _ => Ranges::full(),
+    }
+}
+
+/// The glibc a manylinux platform tag needs, e.g. `manylinux_2_28_x86_64` → `2.28`.
+fn manylinux_glibc(platform: &str) -> Option<Glibc> {
+    let legacy = |minor| Some(Glibc { major: 2, minor });
+    if platform.starts_with("manylinux1_") {
+        return legacy(5);
+    }
+    if platform.starts_with("manylinux2010_") {
+        return legacy(12);
+    }
+    if platform.starts_with("manylinux2014_") {
+        return legacy(17);
+    }
+    let rest = platform.strip_prefix("manylinux_")?;
+    let mut parts = rest.splitn(3, '_');
+    Some(Glibc {
+        major: parts.next()?.parse().ok()?,
+        minor: parts.next()?.parse().ok()?,
+    })
+}
+
+impl DependencyProvider for Provider<'_> {
+    type P = ResolverPackage;
+    type V = Version;
+    type VS = VersionRange;
+    type M = Unavailable;
+    type Priority = (u8, u32, Reverse<usize>);
+    type Err = Infallible;
+
+    fn prioritize(
+        &self,
+        package: &ResolverPackage,
+        range: &VersionRange,
+        statistics: &PackageResolutionStatistics,
+    ) -> Self::Priority {
+        match package {
+            ResolverPackage::Root(_) => (4, 0, Reverse(0)),
+            ResolverPackage::Virtual(_) => (3, 0, Reverse(0)),
+            ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
+                let candidates = self.candidates(name);
+                let count = candidates
+                    .versions
+                    .iter()
+                    .filter(|candidate| range.contains(&candidate.version))
+                    .count();
+                let class = if count <= 1 { 2 } else { 1 };
+                (class, statistics.conflict_count(), Reverse(count))
+            }
+        }
+    }
+
+    fn choose_version(
+        &self,
+        package: &ResolverPackage,
+        range: &VersionRange,
+    ) -> Result<Option<Version>, Infallible> {
+        Ok(match package {
+            ResolverPackage::Root(_) => Some(Version::new([0])).filter(|v| range.contains(v)),
+            ResolverPackage::Virtual(virtual_package) => self
+                .virtual_version(virtual_package)
+                .filter(|version| range.contains(version)),
+            ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
+                let candidates = self.candidates(name);
+                candidates
+                    .versions
+                    .iter()
+                    .filter(|candidate| {
+                        candidates.prereleases_allowed || !candidate.version.any_prerelease()
+                    })
+                    .find(|candidate| range.contains(&candidate.version))
+                    .map(|candidate| candidate.version.clone())
+            }
+        })
+    }
+
+    fn get_dependencies(
+        &self,
+        package: &ResolverPackage,
+        version: &Version,
+    ) -> Result<Dependencies<ResolverPackage, VersionRange, Unavailable>, Infallible> {
+        let edges = match package {
+            ResolverPackage::Root(_) => self.root_edges(),
+            ResolverPackage::Virtual(virtual_package) => {
+                self.virtual_edges(virtual_package, version)
+            }
+            ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
+                let extra = match package {
+                    ResolverPackage::Extra(_, extra) => Some(extra),
+                    _ => None,
+                };
+                let candidates = self.candidates(name);
+                let Some(candidate) = candidates
+                    .versions
+                    .iter()
+                    .find(|candidate| candidate.version == *version)
+                else {
+                    return Ok(Dependencies::Unavailable(Unavailable::NoCompatibleFile {
+                        tags: Vec::new(),
+                        sdist_refused: false,
+                    }));
+                };
+                if let PackageSource::Git(git, None) = &candidates.source {
+                    return Ok(Dependencies::Unavailable(Unavailable::NoMetadata {
+                        url: git.url.clone(),
+                    }));
+                }
+                match self.release_edges(name, extra, candidate.release) {
+                    Ok(edges) => edges,
+                    Err(unavailable) => return Ok(Dependencies::Unavailable(unavailable)),
+                }
+            }
+        };
+        let mut merged: Vec<(ResolverPackage, VersionRange)> = Vec::new();
+        for edge in &edges {
+            if edge.dependency == *package {
+                // A package that requires itself adds nothing.
+                continue;
+            }
+            match merged
+                .iter_mut()
+                .find(|(dependency, _)| *dependency == edge.dependency)
+            {
+                Some((_, range)) => *range = range.intersection(&edge.range),
+                None => merged.push((edge.dependency.clone(), edge.range.clone())),
+            }
+        }
+        let constraints: DependencyConstraints<ResolverPackage, VersionRange> =
+            merged.into_iter().collect();
+        self.edges
+            .borrow_mut()
+            .insert((package.clone(), version.clone()), edges);
+        Ok(Dependencies::Available(constraints))
+    }
+}

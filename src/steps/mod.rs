@@ -1,0 +1,193 @@
+//! Steps: one unit of change each, with a read-only `check` (here: a pure function of
+//! the node's facts), the operations that `apply` runs, and a `verify` that proves the
+//! result.
+//!
+//! A step yields operations only when the facts differ from what the manifest wants;
+//! re-running on a converged node yields none. This module decides and describes; it
+//! never talks to a node (the executor does).
+
+pub mod env;
+pub mod ldconfig;
+pub mod toolkit;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::transport::NodeCommand;
+
+/// What a step will do, as a plan shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// `+`: something new is created.
+    Create,
+    /// `~`: something that exists is changed.
+    Change,
+    /// `-`: something is removed.
+    Remove,
+    /// Nothing to do: the node already is as wanted.
+    NoOp,
+}
+
+impl Action {
+    /// The plan's glyph, e.g. `+`.
+    pub fn glyph(self) -> char {
+        match self {
+            Self::Create => '+',
+            Self::Change => '~',
+            Self::Remove => '-',
+            Self::NoOp => ' ',
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Create => "create",
+            Self::Change => "change",
+            Self::Remove => "remove",
+            Self::NoOp => "no-op",
+        })
+    }
+}
+
+/// The kinds of step, in the order a plan runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// The CUDA toolkit in its own prefix.
+    Toolkit,
+    /// The dynamic linker's registration of library directories.
+    Ldconfig,
+    /// Environment variables in the interpreter's `sitecustomize.py`.
+    EnvInjection,
+}
+
+impl fmt::Display for StepKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Toolkit => "toolkit",
+            Self::Ldconfig => "ldconfig",
+            Self::EnvInjection => "env",
+        })
+    }
+}
+
+/// One thing `apply` does on the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operation {
+    /// Run a command; a non-zero exit fails the step.
+    Run(NodeCommand),
+    /// Write a whole file atomically.
+    Upload {
+        /// e.g. `/etc/ld.so.conf.d/cuda-13-0.conf`.
+        path: PathBuf,
+        /// e.g. `0o644`.
+        mode: u32,
+        /// The new content.
+        content: Vec<u8>,
+    },
+    /// Fetch a file on the controller (once, verified against its sha256), then
+    /// stream it to the node atomically.
+    Transfer {
+        /// e.g. the runfile's URL.
+        url: String,
+        /// Its digest from the manifest.
+        sha256: crate::manifest::Sha256,
+        /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/cuda_13.0.1_580.82.07_linux.run`.
+        path: PathBuf,
+        /// e.g. `0o700`.
+        mode: u32,
+    },
+    /// Replace (or append) the managed block of a file, keeping every other byte;
+    /// creates the file when missing. The block may hold secrets.
+    ReplaceBlock {
+        /// e.g. `/usr/lib/python3.12/sitecustomize.py`.
+        path: PathBuf,
+        /// The marker name, e.g. `cuda-upgrade managed block`.
+        marker: String,
+        /// The lines between the markers.
+        block: String,
+        /// The same lines with secret values as `***`, for people.
+        display_block: String,
+    },
+}
+
+impl Operation {
+    /// How the plan shows it (secrets masked), e.g. `ldconfig`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Run(command) => command.display(),
+            Self::Upload {
+                path,
+                mode,
+                content,
+            } => {
+                format!(
+                    "write {} ({} bytes, mode {mode:o})",
+                    path.display(),
+                    content.len()
+                )
+            }
+            Self::Transfer {
+                url, sha256, path, ..
+            } => {
+                format!("download {url} (sha256 {sha256}) to {}", path.display())
+            }
+            Self::ReplaceBlock {
+                path,
+                display_block,
+                ..
+            } => {
+                format!(
+                    "rewrite the managed block of {}:\n{display_block}",
+                    path.display()
+                )
+            }
+        }
+    }
+}
+
+/// A read-only proof that a step took effect, evaluated by the executor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// Each soname resolves through `ldconfig -p` into one of the directories.
+    LibrariesResolve {
+        /// e.g. `libnvrtc.so.13`.
+        sonames: Vec<String>,
+        /// e.g. `/usr/local/cuda-13.0/targets/x86_64-linux/lib`.
+        directories: Vec<PathBuf>,
+    },
+    /// The toolkit's `version.json` names this version.
+    ToolkitVersion {
+        /// e.g. `/usr/local/cuda-13.0`.
+        prefix: PathBuf,
+        /// e.g. `13.0.1`.
+        version: crate::cuda::CudaVersion,
+    },
+    /// A fresh interpreter sees these variables with these values.
+    EnvironmentVisible {
+        /// The interpreter, e.g. `/opt/ml-env/bin/python3`.
+        python: PathBuf,
+        /// Name and expected value (values of secrets are compared, never shown).
+        variables: Vec<(String, String)>,
+    },
+}
+
+/// One planned step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// What kind of step.
+    pub kind: StepKind,
+    /// What it will do.
+    pub action: Action,
+    /// Why, in words, e.g. ``/etc/ld.so.conf.d/cuda-13-0.conf` is missing`.
+    pub reason: String,
+    /// What `apply` runs, in order; empty for a no-op.
+    pub operations: Vec<Operation>,
+    /// What proves it afterwards.
+    pub verification: Option<Verification>,
+}

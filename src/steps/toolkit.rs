@@ -1,0 +1,123 @@
+//! The toolkit step: install a CUDA toolkit into its own prefix with NVIDIA's runfile,
+//! side by side with the others, judged by the installed version (its `version.json`),
+//! not by the directory's existence.
+
+use std::path::PathBuf;
+
+use crate::facts::{NodeFacts, ToolkitVersionSource};
+use crate::manifest::{InstallerKind, Toolkit};
+use crate::transport::NodeCommand;
+
+use super::{Action, Operation, Step, StepKind, Verification};
+
+/// Where runfiles are staged on the node before they run.
+pub const STAGING_DIR: &str = "/var/tmp/cuda-upgrade";
+
+/// The commands that install `toolkit`, in order.
+fn operations(toolkit: &Toolkit) -> Vec<Operation> {
+    match (toolkit.installer, &toolkit.source) {
+        (InstallerKind::Runfile, Some(source)) => {
+            let name = source
+                .url
+                .rsplit('/')
+                .next()
+                .unwrap_or("cuda.run")
+                .to_string();
+            let staged = PathBuf::from(STAGING_DIR).join(&name);
+            let staged_text = staged.display().to_string();
+            vec![
+                Operation::Transfer {
+                    url: source.url.clone(),
+                    sha256: source.sha256.clone(),
+                    path: staged,
+                    mode: 0o700,
+                },
+                // The runfile's own flags; `--override` skips its compiler-version check.
+                // See: https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#runfile-advanced-options
+                Operation::Run(
+                    NodeCommand::new("sh")
+                        .arg(staged_text.clone())
+                        .arg("--silent")
+                        .arg("--toolkit")
+                        .arg(format!("--installpath={}", toolkit.prefix.display()))
+                        .arg("--override"),
+                ),
+                Operation::Run(NodeCommand::new("rm").arg("-f").arg("--").arg(staged_text)),
+            ]
+        }
+        (_, _) => {
+            let package = toolkit.package.clone().unwrap_or_default();
+            vec![Operation::Run(
+                NodeCommand::new("env")
+                    .arg("DEBIAN_FRONTEND=noninteractive")
+                    .arg("apt-get")
+                    .arg("install")
+                    .arg("-y")
+                    .arg("--no-install-recommends")
+                    .arg(package),
+            )]
+        }
+    }
+}
+
+/// Plan the step from the node's facts.
+pub fn plan(toolkit: &Toolkit, facts: &NodeFacts) -> Step {
+    let prefix = toolkit.prefix.display().to_string();
+    let installed =
+        facts.toolkits.installed.iter().find(|found| {
+            found.prefix == toolkit.prefix || found.aliases.contains(&toolkit.prefix)
+        });
+    let (action, reason) = match installed {
+        None => (Action::Create, format!("no toolkit in `{prefix}`")),
+        Some(found) => match (&found.version, found.version_source) {
+            (Some(version), Some(ToolkitVersionSource::VersionJson))
+                if *version == toolkit.version =>
+            {
+                (
+                    Action::NoOp,
+                    format!("CUDA {version} is installed in `{prefix}`"),
+                )
+            }
+            (Some(version), _) if version.release() != toolkit.version.release() => (
+                Action::Change,
+                format!(
+                    "`{prefix}` holds CUDA {version}, the manifest wants {}",
+                    toolkit.version
+                ),
+            ),
+            (Some(version), Some(ToolkitVersionSource::VersionJson)) => (
+                Action::Change,
+                format!(
+                    "`{prefix}` holds CUDA {version}, the manifest wants {}",
+                    toolkit.version
+                ),
+            ),
+            (Some(version), _) => (
+                Action::Change,
+                format!(
+                    "`{prefix}` has no version.json; its nvcc reports release {version}, which cannot confirm {}",
+                    toolkit.version
+                ),
+            ),
+            (None, _) => (
+                Action::Change,
+                format!("`{prefix}` exists but holds no recognizable toolkit"),
+            ),
+        },
+    };
+    let operations = if action == Action::NoOp {
+        Vec::new()
+    } else {
+        operations(toolkit)
+    };
+    Step {
+        kind: StepKind::Toolkit,
+        action,
+        reason,
+        operations,
+        verification: Some(Verification::ToolkitVersion {
+            prefix: toolkit.prefix.clone(),
+            version: toolkit.version.clone(),
+        }),
+    }
+}

@@ -1,0 +1,169 @@
+//! Fetching a file for nodes once, on the controller: download (or copy a `file:`
+//! URL) into a cache keyed by its sha256, verify the digest while writing, and reuse
+//! a verified copy on the next run.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use crate::manifest::Sha256 as Digest256;
+
+/// Failed to fetch a file for nodes.
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    /// The URL could not be fetched.
+    #[error("Failed to download `{url}`")]
+    Http {
+        /// The URL (without credentials).
+        url: String,
+        /// What the client reported.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The server answered with an error status.
+    #[error("Failed to download `{url}`: HTTP {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// e.g. `404 Not Found`.
+        status: reqwest::StatusCode,
+    },
+    /// The content does not have the manifest's digest.
+    #[error("Failed to verify `{url}`: its sha256 is `{actual}`, the manifest says `{expected}`")]
+    Digest {
+        /// The URL.
+        url: String,
+        /// From the manifest.
+        expected: String,
+        /// Of what arrived.
+        actual: String,
+    },
+    /// The cache could not be written.
+    #[error("Failed to write `{}`", path.display())]
+    Io {
+        /// The cache file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> DownloadError + '_ {
+    move |source| DownloadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Hash a file, e.g. to check a cached copy.
+pub async fn sha256_of(path: &Path) -> std::io::Result<String> {
+    use tokio::io::AsyncReadExt;
+    let mut file = tokio::fs::File::open(path).await?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = file.read(&mut buffer).await?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// Fetch `url` into `cache_dir` unless a verified copy is there; returns its path.
+pub async fn fetch(
+    url: &str,
+    sha256: &Digest256,
+    cache_dir: &Path,
+) -> Result<PathBuf, DownloadError> {
+    let name = url
+        .rsplit('/')
+        .next()
+        .filter(|name| !name.is_empty())
+        .unwrap_or("download");
+    let final_path = cache_dir.join(format!("{}-{name}", &sha256.as_str()[..16]));
+    if final_path.is_file() && sha256_of(&final_path).await.ok().as_deref() == Some(sha256.as_str())
+    {
+        return Ok(final_path);
+    }
+    tokio::fs::create_dir_all(cache_dir)
+        .await
+        .map_err(io(cache_dir))?;
+    let partial = final_path.with_extension("partial");
+    let mut hasher = Sha256::new();
+    let mut out = tokio::fs::File::create(&partial)
+        .await
+        .map_err(io(&partial))?;
+    if let Some(local) = url.strip_prefix("file://") {
+        use tokio::io::AsyncReadExt;
+        let mut file = tokio::fs::File::open(local)
+            .await
+            .map_err(io(Path::new(local)))?;
+        let mut buffer = vec![0u8; 1 << 20];
+        loop {
+            let read = file.read(&mut buffer).await.map_err(io(Path::new(local)))?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buffer[..read]);
+            out.write_all(&buffer[..read]).await.map_err(io(&partial))?;
+        }
+    } else {
+        let http = |source| DownloadError::Http {
+            url: url.to_string(),
+            source,
+        };
+        let mut response = reqwest::get(url).await.map_err(http)?;
+        if !response.status().is_success() {
+            return Err(DownloadError::Status {
+                url: url.to_string(),
+                status: response.status(),
+            });
+        }
+        while let Some(chunk) = response.chunk().await.map_err(http)? {
+            hasher.update(&chunk);
+            out.write_all(&chunk).await.map_err(io(&partial))?;
+        }
+    }
+    out.flush().await.map_err(io(&partial))?;
+    drop(out);
+    let actual = hex::encode(hasher.finalize());
+    if actual != sha256.as_str() {
+        let _ = tokio::fs::remove_file(&partial).await;
+        return Err(DownloadError::Digest {
+            url: url.to_string(),
+            expected: sha256.to_string(),
+            actual,
+        });
+    }
+    tokio::fs::rename(&partial, &final_path)
+        .await
+        .map_err(io(&final_path))?;
+    Ok(final_path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn file_urls_are_verified_and_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("cuda_13.0.1_580.82.07_linux.run");
+        std::fs::write(&source, b"#!/bin/sh\necho installer\n").unwrap();
+        let digest: Digest256 = sha256_of(&source).await.unwrap().parse().unwrap();
+        let url = format!("file://{}", source.display());
+        let cache = dir.path().join("cache");
+        let fetched = fetch(&url, &digest, &cache).await.unwrap();
+        assert_eq!(
+            std::fs::read(&fetched).unwrap(),
+            std::fs::read(&source).unwrap()
+        );
+        let wrong: Digest256 = "0".repeat(64).parse().unwrap();
+        let error = fetch(&url, &wrong, &cache).await.unwrap_err();
+        assert!(error.to_string().contains("its sha256 is"), "{error}");
+    }
+}

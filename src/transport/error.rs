@@ -1,0 +1,47 @@
+//! Errors of running commands on nodes.
+
+/// Failed to reach a node or run a command on it.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// The SSH master connection could not be set up.
+    #[error("Failed to connect to `{host}` over SSH")]
+    Connect {
+        /// e.g. `node0`.
+        host: String,
+        /// What openssh reported.
+        #[source]
+        source: openssh::Error,
+    },
+    /// A command could not be started or its output could not be read.
+    #[error("Failed to run `{command}` on `{host}`")]
+    Run {
+        /// e.g. `node0` or `local`.
+        host: String,
+        /// The command as shown to people (secrets masked).
+        command: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A command failed at the SSH layer (the connection dropped, the master died).
+    #[error("Failed to run `{command}` on `{host}`: the SSH session failed")]
+    Session {
+        /// e.g. `node0`.
+        host: String,
+        /// The command as shown to people (secrets masked).
+        command: String,
+        /// What openssh reported.
+        #[source]
+        source: openssh::Error,
+    },
+    /// An atomic upload did not complete.
+    #[error("Failed to upload `{path}` to `{host}`: {message}")]
+    Upload {
+        /// e.g. `node0`.
+        host: String,
+        /// The destination, e.g. `/usr/lib/python3.12/sitecustomize.py`.
+        path: String,
+        /// The upload command's exit status and error output.
+        message: String,
+    },
+}

@@ -1,0 +1,94 @@
+//! The `local` transport: commands run on this machine through `sh -c`, exactly as a
+//! remote shell would run them, so a plan behaves the same locally and over SSH.
+
+use std::process::Stdio;
+use std::sync::atomic::AtomicU64;
+
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
+
+/// Runs commands on this machine.
+#[derive(Debug, Default)]
+pub struct LocalTransport {
+    pub(super) round_trips: AtomicU64,
+}
+
+impl LocalTransport {
+    /// A transport for this machine.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn error(command: &NodeCommand, source: std::io::Error) -> TransportError {
+        TransportError::Run {
+            host: "local".to_string(),
+            command: command.display(),
+            source,
+        }
+    }
+
+    pub(super) async fn run(
+        &self,
+        command: &NodeCommand,
+        stdin: Stdin<'_>,
+    ) -> Result<CommandOutput, TransportError> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command.render())
+            .stdin(if matches!(stdin, Stdin::Null) {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| Self::error(command, source))?;
+        if let Some(mut pipe) = child.stdin.take() {
+            super::feed(&mut pipe, stdin)
+                .await
+                .map_err(|source| Self::error(command, source))?;
+            pipe.shutdown()
+                .await
+                .map_err(|source| Self::error(command, source))?;
+            drop(pipe);
+        }
+        let output = child
+            .wait_with_output()
+            .await
+            .map_err(|source| Self::error(command, source))?;
+        Ok(CommandOutput {
+            status: output.status.code(),
+            stdout: output.stdout,
+            stderr: output.stderr,
+        })
+    }
+
+    pub(super) async fn stream(
+        &self,
+        command: &NodeCommand,
+    ) -> Result<OutputStream, TransportError> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command.render())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| Self::error(command, source))?;
+        let stdout = child.stdout.take().ok_or_else(|| {
+            Self::error(
+                command,
+                std::io::Error::other("the child has no stdout pipe"),
+            )
+        })?;
+        Ok(OutputStream {
+            stdout: Box::pin(stdout),
+            handle: StreamHandle::Local(child),
+        })
+    }
+}

@@ -1,0 +1,231 @@
+//! Running commands on a node: this machine (`local`) or a host over SSH.
+//!
+//! A command is data ([`NodeCommand`]) rendered by one quoting function; the
+//! transport only carries the rendered line and its standard input, and reports the
+//! exit status and output. Files are uploaded atomically (temporary file, then
+//! rename). Every remote call is one round trip; [`Transport::round_trips`] counts
+//! them so tests and benchmarks can hold the tool to "one for facts".
+
+mod command;
+pub mod download;
+mod error;
+mod local;
+mod ssh;
+
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::io::AsyncRead;
+
+pub use command::{Arg, NodeCommand, mask};
+pub use error::TransportError;
+pub use local::LocalTransport;
+pub use ssh::{HostKeyPolicy, SshOptions, SshTransport};
+
+/// What a command reads on its standard input.
+#[derive(Debug, Clone, Copy)]
+pub enum Stdin<'a> {
+    /// Nothing (`/dev/null`).
+    Null,
+    /// These bytes.
+    Bytes(&'a [u8]),
+    /// A file on this machine, streamed (e.g. a 4 GiB runfile).
+    File(&'a Path),
+}
+
+impl<'a> From<Option<&'a [u8]>> for Stdin<'a> {
+    fn from(bytes: Option<&'a [u8]>) -> Self {
+        bytes.map_or(Stdin::Null, Stdin::Bytes)
+    }
+}
+
+/// What a finished command returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutput {
+    /// The exit status; `None` when killed by a signal.
+    pub status: Option<i32>,
+    /// Everything it wrote to stdout.
+    pub stdout: Vec<u8>,
+    /// Everything it wrote to stderr.
+    pub stderr: Vec<u8>,
+}
+
+impl CommandOutput {
+    /// `true` for exit status 0.
+    pub fn success(&self) -> bool {
+        self.status == Some(0)
+    }
+
+    /// Stdout as text (invalid UTF-8 replaced).
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// Stderr as text (invalid UTF-8 replaced).
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// The last `lines` lines of stdout and stderr together, for an error report.
+    pub fn tail(&self, lines: usize) -> String {
+        let text = format!("{}{}", self.stdout_text(), self.stderr_text());
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+/// A running command whose stdout is read as it comes, e.g. `tail -F` of a server log.
+pub struct OutputStream {
+    /// The command's stdout.
+    pub stdout: Pin<Box<dyn AsyncRead + Send>>,
+    /// Keeps the process (or the SSH channel) alive; dropping it ends the command.
+    pub handle: StreamHandle,
+}
+
+/// What keeps a streaming command alive.
+pub enum StreamHandle {
+    /// A local child process (killed on drop).
+    Local(tokio::process::Child),
+    /// A remote command over the SSH master.
+    Ssh(openssh::Child<std::sync::Arc<openssh::Session>>),
+}
+
+/// Where commands run.
+pub enum Transport {
+    /// This machine.
+    Local(LocalTransport),
+    /// A host over SSH.
+    Ssh(SshTransport),
+}
+
+/// Write a command's standard input: bytes, or a local file streamed in chunks.
+async fn feed<W: tokio::io::AsyncWrite + Unpin>(
+    pipe: &mut W,
+    stdin: Stdin<'_>,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    match stdin {
+        Stdin::Null => Ok(()),
+        Stdin::Bytes(bytes) => pipe.write_all(bytes).await,
+        Stdin::File(path) => {
+            let mut file = tokio::fs::File::open(path).await.map_err(|error| {
+                std::io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+            })?;
+            tokio::io::copy(&mut file, pipe).await.map(|_| ())
+        }
+    }
+}
+
+/// The script behind [`Transport::upload`]: write stdin next to the destination, set
+/// the mode, fsync through `mv`'s rename — readers see the old file or the new one.
+const UPLOAD_SCRIPT: &str = r#"set -eu
+destination=$1
+mode=$2
+directory=$(dirname -- "$destination")
+mkdir -p -- "$directory"
+temporary=$(mktemp -- "$destination.tmp.XXXXXX")
+trap 'rm -f -- "$temporary"' EXIT
+cat > "$temporary"
+chmod "$mode" -- "$temporary"
+mv -f -- "$temporary" "$destination"
+trap - EXIT
+"#;
+
+impl Transport {
+    /// A name for messages, e.g. `node0` or `local`.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Local(_) => "local",
+            Self::Ssh(ssh) => ssh.host(),
+        }
+    }
+
+    /// Run a command to completion, with `stdin` fed to it when given.
+    pub async fn run(
+        &self,
+        command: &NodeCommand,
+        stdin: Option<&[u8]>,
+    ) -> Result<CommandOutput, TransportError> {
+        self.run_with(command, Stdin::from(stdin)).await
+    }
+
+    /// Run a command to completion with any kind of standard input.
+    pub async fn run_with(
+        &self,
+        command: &NodeCommand,
+        stdin: Stdin<'_>,
+    ) -> Result<CommandOutput, TransportError> {
+        self.counter().fetch_add(1, Ordering::Relaxed);
+        match self {
+            Self::Local(local) => local.run(command, stdin).await,
+            Self::Ssh(ssh) => ssh.run(command, stdin).await,
+        }
+    }
+
+    /// Start a command and read its stdout as it comes.
+    pub async fn stream(&self, command: &NodeCommand) -> Result<OutputStream, TransportError> {
+        self.counter().fetch_add(1, Ordering::Relaxed);
+        match self {
+            Self::Local(local) => local.stream(command).await,
+            Self::Ssh(ssh) => ssh.stream(command).await,
+        }
+    }
+
+    /// Write `content` to `path` atomically with `mode` (e.g. `0o644`), creating the
+    /// directory when missing.
+    pub async fn upload(
+        &self,
+        content: &[u8],
+        path: &Path,
+        mode: u32,
+    ) -> Result<(), TransportError> {
+        self.upload_from(Stdin::Bytes(content), path, mode).await
+    }
+
+    /// Stream a local file to `path` atomically with `mode`.
+    pub async fn upload_file(
+        &self,
+        local: &Path,
+        path: &Path,
+        mode: u32,
+    ) -> Result<(), TransportError> {
+        self.upload_from(Stdin::File(local), path, mode).await
+    }
+
+    async fn upload_from(
+        &self,
+        content: Stdin<'_>,
+        path: &Path,
+        mode: u32,
+    ) -> Result<(), TransportError> {
+        let command = NodeCommand::new("sh")
+            .arg("-c")
+            .arg(UPLOAD_SCRIPT)
+            .arg("upload")
+            .arg(path.display().to_string())
+            .arg(format!("{mode:o}"));
+        let output = self.run_with(&command, content).await?;
+        if output.success() {
+            Ok(())
+        } else {
+            Err(TransportError::Upload {
+                host: self.name().to_string(),
+                path: path.display().to_string(),
+                message: format!("exit status {:?}: {}", output.status, output.tail(5)),
+            })
+        }
+    }
+
+    /// How many commands this transport has run (one round trip each).
+    pub fn round_trips(&self) -> u64 {
+        self.counter().load(Ordering::Relaxed)
+    }
+
+    fn counter(&self) -> &AtomicU64 {
+        match self {
+            Self::Local(local) => &local.round_trips,
+            Self::Ssh(ssh) => &ssh.round_trips,
+        }
+    }
+}

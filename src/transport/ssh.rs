@@ -1,0 +1,173 @@
+//! The `ssh` transport: one multiplexed OpenSSH master per host (the `openssh`
+//! crate), strict host-key checking by default, bounded sessions per host.
+//!
+//! The rendered command line is passed as is (`raw_command`): quoting already
+//! happened, once, in [`NodeCommand::render`].
+
+use openssh::Stdio;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use openssh::{KnownHosts, Session, SessionBuilder};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::Semaphore;
+
+use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
+
+/// sshd's default `MaxSessions` is 10; stay below it so the master never refuses.
+/// See: https://man.openbsd.org/sshd_config#MaxSessions
+const SESSIONS_PER_HOST: usize = 8;
+
+/// How unknown host keys are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostKeyPolicy {
+    /// The host key must already be in known_hosts (`StrictHostKeyChecking=yes`).
+    #[default]
+    Strict,
+    /// Accept and record a key never seen before; a changed key is still refused
+    /// (`StrictHostKeyChecking=accept-new`).
+    AcceptNew,
+}
+
+/// How to reach hosts.
+#[derive(Debug, Clone, Default)]
+pub struct SshOptions {
+    /// An `ssh_config` file, e.g. a testbed's `ssh_config`.
+    pub config_file: Option<PathBuf>,
+    /// A known_hosts file to use instead of the user's.
+    pub known_hosts_file: Option<PathBuf>,
+    /// Host-key policy.
+    pub host_keys: HostKeyPolicy,
+    /// Connection timeout (default 10 s).
+    pub connect_timeout: Option<Duration>,
+}
+
+/// Runs commands on one host over SSH.
+pub struct SshTransport {
+    host: String,
+    session: Arc<Session>,
+    sessions: Semaphore,
+    pub(super) round_trips: AtomicU64,
+}
+
+impl SshTransport {
+    /// Open the master connection to `host` (a name `ssh` understands, e.g. `node0`).
+    pub async fn connect(host: &str, options: &SshOptions) -> Result<Self, TransportError> {
+        let mut builder = SessionBuilder::default();
+        builder.known_hosts_check(match options.host_keys {
+            HostKeyPolicy::Strict => KnownHosts::Strict,
+            HostKeyPolicy::AcceptNew => KnownHosts::Add,
+        });
+        builder.connect_timeout(options.connect_timeout.unwrap_or(Duration::from_secs(10)));
+        builder.server_alive_interval(Duration::from_secs(15));
+        if let Some(config) = &options.config_file {
+            builder.config_file(config);
+        }
+        if let Some(known_hosts) = &options.known_hosts_file {
+            builder.user_known_hosts_file(known_hosts);
+        }
+        let session =
+            builder
+                .connect_mux(host)
+                .await
+                .map_err(|source| TransportError::Connect {
+                    host: host.to_string(),
+                    source,
+                })?;
+        Ok(Self {
+            host: host.to_string(),
+            session: Arc::new(session),
+            sessions: Semaphore::new(SESSIONS_PER_HOST),
+            round_trips: AtomicU64::new(0),
+        })
+    }
+
+    /// The host name, e.g. `node0`.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn session_error(&self, command: &NodeCommand, source: openssh::Error) -> TransportError {
+        TransportError::Session {
+            host: self.host.clone(),
+            command: command.display(),
+            source,
+        }
+    }
+
+    fn io_error(&self, command: &NodeCommand, source: std::io::Error) -> TransportError {
+        TransportError::Run {
+            host: self.host.clone(),
+            command: command.display(),
+            source,
+        }
+    }
+
+    pub(super) async fn run(
+        &self,
+        command: &NodeCommand,
+        stdin: Stdin<'_>,
+    ) -> Result<CommandOutput, TransportError> {
+        let _permit = self.sessions.acquire().await.map_err(|_| {
+            self.io_error(command, std::io::Error::other("the session pool is closed"))
+        })?;
+        let mut remote = Session::to_raw_command(Arc::clone(&self.session), command.render());
+        remote
+            .stdin(if matches!(stdin, Stdin::Null) {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = remote
+            .spawn()
+            .await
+            .map_err(|source| self.session_error(command, source))?;
+        if let Some(mut pipe) = child.stdin().take() {
+            super::feed(&mut pipe, stdin)
+                .await
+                .map_err(|source| self.io_error(command, source))?;
+            pipe.shutdown()
+                .await
+                .map_err(|source| self.io_error(command, source))?;
+            drop(pipe);
+        }
+        let output = child
+            .wait_with_output()
+            .await
+            .map_err(|source| self.session_error(command, source))?;
+        Ok(CommandOutput {
+            status: output.status.code(),
+            stdout: output.stdout,
+            stderr: output.stderr,
+        })
+    }
+
+    pub(super) async fn stream(
+        &self,
+        command: &NodeCommand,
+    ) -> Result<OutputStream, TransportError> {
+        let mut remote = Session::to_raw_command(Arc::clone(&self.session), command.render());
+        remote
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = remote
+            .spawn()
+            .await
+            .map_err(|source| self.session_error(command, source))?;
+        let stdout = child.stdout().take().ok_or_else(|| {
+            self.io_error(
+                command,
+                std::io::Error::other("the remote command has no stdout pipe"),
+            )
+        })?;
+        Ok(OutputStream {
+            stdout: Box::pin(stdout),
+            handle: StreamHandle::Ssh(child),
+        })
+    }
+}
