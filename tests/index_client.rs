@@ -695,6 +695,18 @@ async fn closure_follows_markers_extras_and_policy() {
         legacy.notes
     );
 
+    // A root whose marker excludes the target is not recorded.
+    let windows = explore(
+        &client,
+        &sources,
+        &[root("gamma; sys_platform == 'win32'", None)],
+        &target(None),
+        &NoReporter,
+    )
+    .await
+    .unwrap();
+    assert!(windows.universe.indexes[1].packages.is_empty());
+
     // Limits are errors, not silent truncation.
     let mut tight = target(None);
     tight.max_projects = 2;

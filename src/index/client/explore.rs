@@ -216,6 +216,9 @@ pub async fn explore(
     }
     let mut dirty = BTreeSet::new();
     for root in roots {
+        if !root.requirement.marker.evaluate(&settings.markers, &[]) {
+            continue;
+        }
         let Some(specifiers) = specifiers_of(&root.requirement) else {
             explorer.notes.push(format!(
                 "skipped `{}`: a URL requirement is not looked up on an index",
