@@ -29,6 +29,9 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Resolve a manifest for a node: exact versions, indexes, files and hashes. Exit 3 when it cannot be resolved.
     Lock(LockArgs),
+    /// Package indexes: record what resolving a manifest needs, show pip's default index.
+    #[command(subcommand)]
+    Index(IndexCommand),
 }
 
 /// Which node to work on: this machine or a host over SSH.
@@ -163,6 +166,114 @@ pub enum DiffFormat {
     Text,
     /// For a pull-request comment.
     Markdown,
+    /// For machines.
+    Json,
+}
+
+/// `upgrade index …`
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Record, from the live indexes, exactly what resolving MANIFEST needs into a snapshot
+    /// file (index names, file names and sha256; never a URL).
+    Snapshot(Box<IndexSnapshotArgs>),
+    /// Print the URL of the index a manifest means by an index without `url`, and where
+    /// it was found (`PIP_INDEX_URL`, pip's configuration, or pip's built-in default).
+    DefaultUrl(IndexDefaultUrlArgs),
+}
+
+/// `upgrade index snapshot MANIFEST -o FILE`
+#[derive(Debug, Args)]
+pub struct IndexSnapshotArgs {
+    /// The manifest whose packages, overrides and constraints are recorded, e.g.
+    /// `manifests/sglang-0.5.9-cu130.yaml`.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// Where to write the snapshot, e.g. `manifests/snapshots/sglang-0.5.9.json`.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The target interpreter's version for markers and `Requires-Python`, e.g. `3.12`
+    /// [default: the manifest's `target.python_version`].
+    #[arg(long, value_name = "VERSION")]
+    pub python_version: Option<String>,
+    /// The target platform tag, e.g. `manylinux_2_35_x86_64` [default: from the
+    /// manifest's `target.glibc`, on x86_64]. Wheels for other platforms are not recorded.
+    #[arg(long, value_name = "TAG")]
+    pub platform: Option<String>,
+    /// Record only from these manifest indexes, e.g. `--only-index default`; packages
+    /// pinned to other indexes are skipped with a note.
+    #[arg(long, value_name = "NAME")]
+    pub only_index: Vec<String>,
+    /// Also record this requirement and its closure, from the first non-explicit index
+    /// that has it, e.g. `--with 'nvidia-nccl-cu13==2.28.9'` for the dependencies of a
+    /// release transcribed from an index this machine cannot reach.
+    #[arg(long = "with", value_name = "REQUIREMENT")]
+    pub with: Vec<String>,
+    /// Record only the manifest's own packages, not their dependencies.
+    #[arg(long)]
+    pub no_deps: bool,
+    /// Fail after looking up this many projects.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_projects: usize,
+    /// Keep at most this many versions per package and specifier, newest first.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub max_versions: usize,
+    /// Fail after fetching the metadata of this many releases.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub max_releases: usize,
+    /// Cache, timeouts, retries and concurrency of the index client.
+    #[command(flatten)]
+    pub network: NetworkArgs,
+    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3`.
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    pub python: PathBuf,
+    /// Output format of the summary.
+    #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
+    pub format: IndexFormat,
+}
+
+/// How the index client talks to the network.
+#[derive(Debug, Args)]
+pub struct NetworkArgs {
+    /// The cache of index responses [default: `$XDG_CACHE_HOME/cuda-upgrade`, else
+    /// `~/.cache/cuda-upgrade`].
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Use no cache at all.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+    /// Use only the cache; fail on anything that is not in it.
+    #[arg(long, conflicts_with = "no_cache")]
+    pub offline: bool,
+    /// Seconds to establish a connection.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub connect_timeout: f64,
+    /// Seconds for a whole request.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Retries on connection failures, 5xx and 429 (exponential backoff).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub retries: u32,
+    /// Requests in flight at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub concurrency: usize,
+}
+
+/// `upgrade index default-url`
+#[derive(Debug, Args)]
+pub struct IndexDefaultUrlArgs {
+    /// The interpreter whose pip is asked, e.g. `/usr/bin/python3`.
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    pub python: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
+    pub format: IndexFormat,
+}
+
+/// Output of the `index` verbs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IndexFormat {
+    /// For a terminal.
+    Text,
     /// For machines.
     Json,
 }

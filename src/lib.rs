@@ -16,6 +16,7 @@ pub mod printer;
 pub mod report;
 pub mod resolve;
 pub mod rules;
+pub mod settings;
 pub mod shell;
 pub mod steps;
 pub mod transport;

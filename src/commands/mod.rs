@@ -4,6 +4,7 @@
 //! documented in the README.
 
 mod diff;
+mod index;
 mod lock;
 mod node;
 mod probe;
@@ -51,6 +52,9 @@ pub enum CommandError {
     /// A shipped rule file is broken.
     #[error(transparent)]
     Rules(#[from] RulesError),
+    /// An `index` verb failed.
+    #[error(transparent)]
+    Index(#[from] index::IndexCommandError),
     /// A node could not be worked on.
     #[error(transparent)]
     Exec(#[from] crate::exec::ExecError),
@@ -102,6 +106,7 @@ impl CommandError {
             | Self::Runtime(_)
             | Self::Output(_) => ExitStatus::Failure,
             Self::Resolve(_) => ExitStatus::InvalidInput,
+            Self::Index(error) => error.exit_status(),
             Self::Unresolvable { .. } => ExitStatus::Unresolvable,
         }
     }
@@ -120,6 +125,7 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
     match cli.command {
         Command::Validate(args) => validate::run(&args, printer),
         Command::Diff(args) => diff::run(&args, printer),
+        Command::Index(command) => index::run(command, printer),
         Command::Probe(args) => probe::run(&args, printer),
         Command::Lock(args) => lock::run(&args, printer),
     }

@@ -1,8 +1,12 @@
 //! The universe of packages and where it comes from: snapshot files, find-links
 //! directories and live indexes.
 
+pub mod client;
 pub mod filename;
+pub mod find_links;
+pub mod metadata;
 mod model;
+pub mod pip_config;
 pub mod snapshot;
 pub mod tags;
 

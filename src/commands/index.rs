@@ -1,0 +1,634 @@
+//! `upgrade index snapshot MANIFEST -o FILE` and `upgrade index default-url`.
+//!
+//! `snapshot` turns the manifest into root requests (index packages with their
+//! specifiers, extras and pinned index; a git package with a `version` as the same
+//! name and version from the indexes, a metadata stand-in), resolves each index's URL
+//! (an index without `url` is pip's default), explores the closure for the target
+//! environment through the index client, and writes a [`Snapshot`]. The exploration
+//! itself is `index::client::explore`; this file only wires flags to it.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use pep440_rs::Version;
+use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, PackageName, Requirement};
+use serde::Serialize;
+
+use crate::cli::{IndexCommand, IndexDefaultUrlArgs, IndexFormat, IndexSnapshotArgs, NetworkArgs};
+use crate::commands::{CommandError, ExitStatus};
+use crate::index::client::explore::TargetPlatform;
+use crate::index::client::{
+    ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
+    Reporter, RootRequest, explore, redact,
+};
+use crate::index::pip_config::{self, DefaultIndex, PipConfigError};
+use crate::index::{SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
+use crate::manifest::{self, Manifest, PackageOrigin};
+use crate::printer::Printer;
+use crate::settings;
+
+/// Failed to run an `index` verb.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexCommandError {
+    /// Talking to an index failed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// pip's default index could not be found.
+    #[error(transparent)]
+    PipConfig(#[from] PipConfigError),
+    /// The snapshot file could not be written.
+    #[error("Failed to write snapshot `{}`", path.display())]
+    Snapshot {
+        /// e.g. `snapshot.json`.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: SnapshotError,
+    },
+    /// The async runtime could not start.
+    #[error("Failed to start the network runtime")]
+    Runtime(#[source] std::io::Error),
+    /// No target Python version is known.
+    #[error(
+        "Failed to choose the target Python version: the manifest has no `target.python_version` and `--python-version` is not given"
+    )]
+    NoPythonVersion,
+    /// The target Python version does not parse.
+    #[error(
+        "Failed to parse the target Python version `{value}`: expected `MAJOR.MINOR[.PATCH]`, e.g. `3.12`"
+    )]
+    PythonVersion {
+        /// e.g. `three`.
+        value: String,
+    },
+    /// The platform tag does not parse.
+    #[error(
+        "Failed to parse the platform `{value}`: expected `manylinux_X_Y_ARCH`, e.g. `manylinux_2_35_x86_64`"
+    )]
+    Platform {
+        /// e.g. `win_amd64`.
+        value: String,
+    },
+    /// `--only-index` names an index the manifest does not have.
+    #[error(
+        "Failed to select index `{name}`: the manifest has no index of that name (it has {known})"
+    )]
+    UnknownIndex {
+        /// e.g. `pypi`.
+        name: String,
+        /// e.g. `` `pytorch-cu130`, `default` ``.
+        known: String,
+    },
+    /// A timeout flag is not a usable number of seconds.
+    #[error("Failed to use `{value}` seconds as `{flag}`: expected a positive number")]
+    Duration {
+        /// e.g. `--timeout`.
+        flag: &'static str,
+        /// e.g. `-1`.
+        value: f64,
+    },
+    /// A manifest package or a `--with` value could not be read as a requirement.
+    #[error("Failed to read `{name}` as a requirement")]
+    Requirement {
+        /// e.g. `torch` or `nvidia-nccl-cu13==2.28.9`.
+        name: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl IndexCommandError {
+    /// Input problems exit 2; network and file problems exit 1.
+    pub fn exit_status(&self) -> ExitStatus {
+        match self {
+            Self::NoPythonVersion
+            | Self::PythonVersion { .. }
+            | Self::Platform { .. }
+            | Self::UnknownIndex { .. }
+            | Self::Duration { .. }
+            | Self::Requirement { .. }
+            | Self::PipConfig(_) => ExitStatus::InvalidInput,
+            Self::Client(ClientError::IndexUrl { .. }) => ExitStatus::InvalidInput,
+            Self::Client(_) | Self::Snapshot { .. } | Self::Runtime(_) => ExitStatus::Failure,
+        }
+    }
+}
+
+/// Run `upgrade index …`.
+pub fn run(command: IndexCommand, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    match command {
+        IndexCommand::Snapshot(args) => snapshot(*args, printer),
+        IndexCommand::DefaultUrl(args) => default_url(&args, printer),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct DefaultUrlReport {
+    url: String,
+    source: String,
+}
+
+fn default_url(
+    args: &IndexDefaultUrlArgs,
+    printer: &mut Printer,
+) -> Result<ExitStatus, CommandError> {
+    let found =
+        pip_config::default_index(args.python.as_os_str()).map_err(IndexCommandError::from)?;
+    let report = DefaultUrlReport {
+        url: redact_text(&found.url),
+        source: found.source.to_string(),
+    };
+    let text = match args.format {
+        IndexFormat::Text => format!(
+            "{}\n  from {}\n",
+            crate::report::text_value(&report.url),
+            report.source
+        ),
+        IndexFormat::Json => json_line(&report)?,
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(ExitStatus::Success)
+}
+
+/// The settings of one `index snapshot` run, from flags and the manifest.
+#[derive(Debug)]
+struct SnapshotSettings {
+    manifest_path: PathBuf,
+    output: PathBuf,
+    python_version: String,
+    platform: Option<TargetPlatform>,
+    platform_text: Option<String>,
+    only_indexes: Option<Vec<String>>,
+    with: Vec<Requirement>,
+    transitive: bool,
+    max_projects: usize,
+    max_versions: usize,
+    max_releases: usize,
+    client: ClientSettings,
+    python: PathBuf,
+    format: IndexFormat,
+}
+
+impl SnapshotSettings {
+    fn resolve(args: IndexSnapshotArgs, manifest: &Manifest) -> Result<Self, IndexCommandError> {
+        let IndexSnapshotArgs {
+            manifest: manifest_path,
+            output,
+            python_version,
+            platform,
+            only_index,
+            with,
+            no_deps,
+            max_projects,
+            max_versions,
+            max_releases,
+            network,
+            python,
+            format,
+        } = args;
+        let python_version = python_version
+            .or_else(|| manifest.target.python_version.clone())
+            .ok_or(IndexCommandError::NoPythonVersion)?;
+        let platform_text = platform.or_else(|| {
+            manifest
+                .target
+                .glibc
+                .as_ref()
+                .map(|glibc| format!("manylinux_{}_x86_64", glibc.replace('.', "_")))
+        });
+        let platform =
+            match &platform_text {
+                Some(text) => Some(TargetPlatform::parse(text).ok_or_else(|| {
+                    IndexCommandError::Platform {
+                        value: text.clone(),
+                    }
+                })?),
+                None => None,
+            };
+        for name in &only_index {
+            if manifest.index(name).is_none() {
+                return Err(IndexCommandError::UnknownIndex {
+                    name: name.clone(),
+                    known: manifest
+                        .indexes
+                        .iter()
+                        .map(|index| format!("`{}`", index.name))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+        let with = with
+            .iter()
+            .map(|text| {
+                Requirement::from_str(text).map_err(|source| IndexCommandError::Requirement {
+                    name: text.clone(),
+                    source: Box::new(source),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            manifest_path,
+            output,
+            python_version,
+            platform,
+            platform_text,
+            only_indexes: (!only_index.is_empty()).then_some(only_index),
+            with,
+            transitive: !no_deps,
+            max_projects,
+            max_versions,
+            max_releases,
+            client: client_settings(network)?,
+            python,
+            format,
+        })
+    }
+}
+
+fn client_settings(network: NetworkArgs) -> Result<ClientSettings, IndexCommandError> {
+    let NetworkArgs {
+        cache_dir,
+        no_cache,
+        offline,
+        connect_timeout,
+        timeout,
+        retries,
+        concurrency,
+    } = network;
+    let seconds = |flag: &'static str, value: f64| {
+        if value.is_finite() && value > 0.0 {
+            Ok(Duration::from_secs_f64(value))
+        } else {
+            Err(IndexCommandError::Duration { flag, value })
+        }
+    };
+    Ok(ClientSettings {
+        connect_timeout: seconds("--connect-timeout", connect_timeout)?,
+        timeout: seconds("--timeout", timeout)?,
+        retries,
+        concurrency,
+        cache_dir: if no_cache {
+            None
+        } else {
+            cache_dir.or_else(settings::default_cache_dir)
+        },
+        offline,
+        ..ClientSettings::default()
+    })
+}
+
+#[derive(Debug, Serialize)]
+struct SnapshotReport {
+    file: String,
+    indexes: Vec<IndexReport>,
+    projects_looked_up: usize,
+    releases_fetched: usize,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct IndexReport {
+    name: String,
+    url: Option<String>,
+    packages: usize,
+    releases: usize,
+}
+
+fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let manifest = manifest::load_file(&args.manifest)?;
+    let settings = SnapshotSettings::resolve(args, &manifest)?;
+    let (sources, defaults) = index_sources(&manifest, &settings)?;
+    let mut roots = root_requests(&manifest)?;
+    roots.extend(settings.with.iter().map(|requirement| RootRequest {
+        requirement: requirement.clone(),
+        index: None,
+    }));
+    let full_version = full_python_version(&settings.python_version)?;
+    let explore_settings = ExploreSettings {
+        markers: marker_environment(&full_version)?,
+        python_version: full_version,
+        platform: settings.platform.clone(),
+        transitive: settings.transitive,
+        max_projects: settings.max_projects,
+        max_versions: settings.max_versions,
+        max_releases: settings.max_releases,
+        only_indexes: settings.only_indexes.clone(),
+        overrides: manifest
+            .overrides
+            .iter()
+            .map(|pin| pin.requirement.clone())
+            .collect(),
+        constraints: manifest
+            .constraints
+            .iter()
+            .map(|pin| pin.requirement.clone())
+            .collect(),
+    };
+    let client = IndexClient::new(settings.client.clone()).map_err(IndexCommandError::from)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(IndexCommandError::Runtime)?;
+    let progress = Progress {
+        printer: std::sync::Mutex::new(&mut *printer),
+        projects: AtomicUsize::new(0),
+        releases: AtomicUsize::new(0),
+    };
+    let exploration = runtime
+        .block_on(explore(
+            &client,
+            &sources,
+            &roots,
+            &explore_settings,
+            &progress,
+        ))
+        .map_err(IndexCommandError::from)?;
+
+    let mut how = format!(
+        "upgrade index snapshot {} --python-version {}",
+        settings.manifest_path.display(),
+        settings.python_version
+    );
+    if let Some(platform) = &settings.platform_text {
+        how.push_str(&format!(" --platform {platform}"));
+    }
+    for name in settings.only_indexes.iter().flatten() {
+        how.push_str(&format!(" --only-index {name}"));
+    }
+    for requirement in &settings.with {
+        how.push_str(&format!(" --with '{requirement}'"));
+    }
+    if !settings.transitive {
+        how.push_str(" --no-deps");
+    }
+    let snapshot = Snapshot {
+        schema: SNAPSHOT_SCHEMA,
+        recorded: today(),
+        how,
+        universe: exploration.universe,
+    };
+    snapshot
+        .write(&settings.output)
+        .map_err(|source| IndexCommandError::Snapshot {
+            path: settings.output.clone(),
+            source,
+        })?;
+
+    let report = SnapshotReport {
+        file: settings.output.display().to_string(),
+        indexes: snapshot
+            .universe
+            .indexes
+            .iter()
+            .zip(&sources)
+            .map(|(contents, source)| IndexReport {
+                name: contents.name.clone(),
+                url: settings
+                    .only_indexes
+                    .as_ref()
+                    .is_none_or(|only| only.contains(&contents.name))
+                    .then(|| redact(&source.location.url)),
+                packages: contents.packages.len(),
+                releases: contents.packages.values().map(Vec::len).sum(),
+            })
+            .collect(),
+        projects_looked_up: exploration.projects,
+        releases_fetched: exploration.releases,
+        notes: exploration.notes,
+    };
+    let text = match settings.format {
+        IndexFormat::Json => json_line(&report)?,
+        IndexFormat::Text => {
+            let mut text = String::new();
+            for index in &report.indexes {
+                let origin = defaults
+                    .iter()
+                    .find(|(name, _)| name == &index.name)
+                    .map(|(_, found)| format!(" (pip's default index, from {})", found.source))
+                    .unwrap_or_default();
+                text.push_str(&format!(
+                    "index `{}`{}: {} packages, {} releases{}\n",
+                    index.name,
+                    index
+                        .url
+                        .as_deref()
+                        .map(|url| format!(" at {}", crate::report::text_value(url)))
+                        .unwrap_or_else(|| " (not fetched)".to_string()),
+                    index.packages,
+                    index.releases,
+                    origin,
+                ));
+            }
+            for note in &report.notes {
+                text.push_str(&format!("note: {}\n", crate::report::text_value(note)));
+            }
+            text.push_str(&format!(
+                "wrote {} ({} projects looked up, {} releases fetched)\n",
+                report.file, report.projects_looked_up, report.releases_fetched
+            ));
+            text
+        }
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Progress on stderr: one line per [`PROGRESS_EVERY`] releases read.
+struct Progress<'a> {
+    printer: std::sync::Mutex<&'a mut Printer>,
+    projects: AtomicUsize,
+    releases: AtomicUsize,
+}
+
+/// How many releases between two progress lines, e.g. `250`.
+const PROGRESS_EVERY: usize = 250;
+
+impl Reporter for Progress<'_> {
+    fn on_project(&self, _name: &PackageName, _index: Option<&str>) {
+        self.projects.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn on_release(&self, _name: &PackageName, _version: &Version) {
+        let releases = self.releases.fetch_add(1, Ordering::Relaxed) + 1;
+        if releases.is_multiple_of(PROGRESS_EVERY)
+            && let Ok(mut printer) = self.printer.lock()
+        {
+            let projects = self.projects.load(Ordering::Relaxed);
+            // Progress is best effort: a closed stderr must not stop the recording.
+            let _ = printer.err(&format!(
+                "recording: {projects} projects looked up, {releases} releases read\n"
+            ));
+        }
+    }
+}
+
+/// The manifest's indexes with their URLs; an index without `url` is pip's default,
+/// looked up only when the run fetches from it (placeholder URL otherwise, never used).
+#[expect(
+    clippy::type_complexity,
+    reason = "a private pair: the sources and which of them are pip's default"
+)]
+fn index_sources(
+    manifest: &Manifest,
+    settings: &SnapshotSettings,
+) -> Result<(Vec<IndexSource>, Vec<(String, DefaultIndex)>), IndexCommandError> {
+    let mut sources = Vec::new();
+    let mut defaults = Vec::new();
+    for index in &manifest.indexes {
+        let used = settings
+            .only_indexes
+            .as_ref()
+            .is_none_or(|only| only.contains(&index.name));
+        let url = match (&index.url, used) {
+            (Some(url), _) => url.clone(),
+            (None, true) => {
+                let found = pip_config::default_index(settings.python.as_os_str())?;
+                let url = found.url.clone();
+                defaults.push((index.name.clone(), found));
+                url
+            }
+            // Never fetched from: any well-formed URL stands in.
+            (None, false) => "http://127.0.0.1/unused/".to_string(),
+        };
+        sources.push(IndexSource {
+            location: IndexLocation::new(&index.name, &url)?,
+            explicit: index.explicit,
+        });
+    }
+    Ok((sources, defaults))
+}
+
+/// The manifest's packages as root requests.
+fn root_requests(manifest: &Manifest) -> Result<Vec<RootRequest>, IndexCommandError> {
+    let mut roots = Vec::new();
+    for package in &manifest.packages {
+        let extras = if package.extras.is_empty() {
+            String::new()
+        } else {
+            format!("[{}]", package.extras.join(","))
+        };
+        let (specifiers, index) = match &package.origin {
+            PackageOrigin::Index { specifiers, index } => (specifiers.to_string(), index.clone()),
+            PackageOrigin::Git(git) => match &git.version {
+                Some(version) => (format!("=={version}"), None),
+                // Without a version the checkout has no index stand-in.
+                None => continue,
+            },
+        };
+        let text = format!("{}{extras}{specifiers}", package.name);
+        let requirement =
+            Requirement::from_str(&text).map_err(|source| IndexCommandError::Requirement {
+                name: package.name.to_string(),
+                source: Box::new(source),
+            })?;
+        roots.push(RootRequest { requirement, index });
+    }
+    Ok(roots)
+}
+
+/// `3.12` → `3.12.0`; `3.12.4` stays.
+fn full_python_version(text: &str) -> Result<Version, IndexCommandError> {
+    let error = || IndexCommandError::PythonVersion {
+        value: text.to_string(),
+    };
+    let version = Version::from_str(text.trim()).map_err(|_| error())?;
+    match version.release() {
+        [_, _] => Version::from_str(&format!("{}.0", text.trim())).map_err(|_| error()),
+        [_, _, _] => Ok(version),
+        _ => Err(error()),
+    }
+}
+
+/// Markers of the target: Linux on x86_64, CPython `version`.
+fn marker_environment(version: &Version) -> Result<MarkerEnvironment, IndexCommandError> {
+    let release = version.release();
+    let full = version.to_string();
+    let short = format!(
+        "{}.{}",
+        release.first().copied().unwrap_or(3),
+        release.get(1).copied().unwrap_or(0)
+    );
+    MarkerEnvironment::try_from(MarkerEnvironmentBuilder {
+        implementation_name: "cpython",
+        implementation_version: &full,
+        os_name: "posix",
+        platform_machine: "x86_64",
+        platform_python_implementation: "CPython",
+        platform_release: "",
+        platform_system: "Linux",
+        platform_version: "",
+        python_full_version: &full,
+        python_version: &short,
+        sys_platform: "linux",
+    })
+    .map_err(|_| IndexCommandError::PythonVersion {
+        value: full.clone(),
+    })
+}
+
+fn json_line<T: Serialize>(value: &T) -> Result<String, CommandError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|error| CommandError::Output(std::io::Error::other(error)))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Redact credentials from a URL given as text, e.g. a `PIP_INDEX_URL`.
+fn redact_text(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) => redact(&parsed),
+        Err(_) => "(an unparseable URL)".to_string(),
+    }
+}
+
+/// Today's date in UTC, e.g. `2026-12-02`.
+fn today() -> String {
+    let days = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs() / 86_400);
+    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Days since 1970-01-01 → (year, month, day), Howard Hinnant's algorithm.
+/// See: https://howardhinnant.github.io/date_algorithms.html#civil_from_days
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_789), (2026, 12, 2));
+    }
+
+    #[test]
+    fn python_versions() {
+        assert_eq!(full_python_version("3.12").unwrap().to_string(), "3.12.0");
+        assert_eq!(full_python_version("3.11.7").unwrap().to_string(), "3.11.7");
+        assert!(full_python_version("3").is_err());
+    }
+}

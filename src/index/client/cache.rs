@@ -1,0 +1,134 @@
+//! The on-disk cache of index responses, e.g. under `~/.cache/cuda-upgrade`.
+//!
+//! Layout (entries keyed by the sha256 of the URL with its credentials removed, so
+//! no secret reaches the disk):
+//! - `simple-v1/KEY.json` + `simple-v1/KEY.body`: a project page with its `ETag`,
+//!   `Last-Modified` and content type, revalidated on the next fetch (a `304` reuses
+//!   the body);
+//! - `metadata-v1/KEY`: a release's core metadata (from a PEP 658 file or read out of
+//!   a wheel); a distribution file never changes once published, so these entries
+//!   are kept forever.
+//!
+//! Writes go to a temporary file and are renamed into place, so a crash never leaves
+//! a torn entry.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use super::error::ClientError;
+
+/// A project page as cached, with what revalidation needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedPage {
+    /// The page URL, credentials removed, e.g. `https://mirror.example/simple/six/`.
+    pub url: String,
+    /// The URL the page finally came from after redirects, credentials removed.
+    pub final_url: String,
+    /// e.g. `application/vnd.pypi.simple.v1+json`.
+    pub content_type: Option<String>,
+    /// e.g. `"a1b2"`.
+    pub etag: Option<String>,
+    /// e.g. `Wed, 02 Dec 2026 13:07:46 GMT`.
+    pub last_modified: Option<String>,
+}
+
+/// The cache rooted at one directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    root: PathBuf,
+}
+
+impl Cache {
+    /// A cache at `root`, e.g. `/root/.cache/cuda-upgrade`; created on first write.
+    pub fn new(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    /// The cached page for `key_url` (credentials already removed), if any.
+    pub fn page(&self, key_url: &str) -> Result<Option<(CachedPage, Vec<u8>)>, ClientError> {
+        let (header_path, body_path) = self.page_paths(key_url);
+        let Some(header) = read_optional(&header_path)? else {
+            return Ok(None);
+        };
+        let Ok(page) = serde_json::from_slice::<CachedPage>(&header) else {
+            // A header from another build or a torn write: refetch.
+            return Ok(None);
+        };
+        let Some(body) = read_optional(&body_path)? else {
+            return Ok(None);
+        };
+        Ok(Some((page, body)))
+    }
+
+    /// Store a page and its body.
+    pub fn store_page(&self, page: &CachedPage, body: &[u8]) -> Result<(), ClientError> {
+        let (header_path, body_path) = self.page_paths(&page.url);
+        let header = serde_json::to_vec_pretty(page).map_err(|source| ClientError::Cache {
+            path: header_path.clone(),
+            source: std::io::Error::other(source),
+        })?;
+        write_atomic(&body_path, body)?;
+        write_atomic(&header_path, &header)
+    }
+
+    /// Cached immutable metadata for `key` (a file URL without credentials, or a hash).
+    pub fn metadata(&self, key: &str) -> Result<Option<Vec<u8>>, ClientError> {
+        read_optional(&self.metadata_path(key))
+    }
+
+    /// Store immutable metadata under `key`.
+    pub fn store_metadata(&self, key: &str, bytes: &[u8]) -> Result<(), ClientError> {
+        write_atomic(&self.metadata_path(key), bytes)
+    }
+
+    fn page_paths(&self, key_url: &str) -> (PathBuf, PathBuf) {
+        let key = digest(key_url);
+        let directory = self.root.join("simple-v1");
+        (
+            directory.join(format!("{key}.json")),
+            directory.join(format!("{key}.body")),
+        )
+    }
+
+    fn metadata_path(&self, key: &str) -> PathBuf {
+        self.root.join("metadata-v1").join(digest(key))
+    }
+}
+
+/// Distinguishes concurrent writers' temporary files within one process.
+static TEMPORARY_SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+fn digest(text: &str) -> String {
+    hex::encode(sha2::Sha256::digest(text.as_bytes()))
+}
+
+fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, ClientError> {
+    match fs_err::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(error) if error.kind() == ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ClientError::Cache {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ClientError> {
+    let cache_error = |source| ClientError::Cache {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        fs_err::create_dir_all(parent).map_err(cache_error)?;
+    }
+    let mut temporary = path.as_os_str().to_owned();
+    let sequence = TEMPORARY_SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    temporary.push(format!(".{}.{sequence}.tmp", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    fs_err::write(&temporary, bytes).map_err(cache_error)?;
+    fs_err::rename(&temporary, path).map_err(cache_error)
+}

@@ -1,0 +1,405 @@
+//! The live index client: project pages (PEP 691 JSON or PEP 503 HTML), release
+//! metadata (PEP 658 files, else `METADATA` read out of the wheel with HTTP range
+//! requests), an on-disk cache, and the closure explorer that `index snapshot` uses.
+//!
+//! This is the only module of the crate that does network I/O. It turns what an
+//! index serves into the [`crate::index::Universe`] model; which index may serve a
+//! package is decided by the caller ([`explore()`] applies the manifest's policy). URLs
+//! are rendered only through [`redact`], so credentials never reach a message.
+
+mod cache;
+mod error;
+pub mod explore;
+mod http;
+mod range;
+pub mod simple;
+
+use std::cell::Cell;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pep440_rs::Version;
+use pep508_rs::PackageName;
+use sha2::Digest;
+use url::Url;
+
+pub use error::ClientError;
+pub use explore::{
+    Exploration, ExploreSettings, IndexSource, NoReporter, Reporter, RootRequest, explore,
+};
+pub use simple::{MetadataOffer, ProjectFile};
+
+use self::http::{ByteRange, Http, PageResponse, RangeResponse};
+use self::range::{SparseFile, SparseReader};
+use crate::index::filename::DistFilename;
+use crate::index::metadata::{CoreMetadata, read_wheel_metadata};
+use crate::index::model::{DistFile, Release};
+
+/// How many bytes of a wheel's tail the first range request asks for.
+const TAIL_BYTES: u64 = 64 * 1024;
+/// Range requests per wheel before giving up on ranges and downloading it whole.
+const MAX_RANGE_ROUNDS: usize = 8;
+
+/// The client's policies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSettings {
+    /// Time to establish a connection, e.g. `10s`.
+    pub connect_timeout: Duration,
+    /// Time for a whole request, body included, e.g. `60s`.
+    pub timeout: Duration,
+    /// Retries after the first attempt on connection failures, `5xx` and `429`, e.g. `3`.
+    pub retries: u32,
+    /// The first retry's delay, doubled for each further one, e.g. `500ms`.
+    pub backoff: Duration,
+    /// The longest delay between two attempts, e.g. `8s`.
+    pub max_backoff: Duration,
+    /// Requests in flight at once, e.g. `8`.
+    pub concurrency: usize,
+    /// The on-disk cache, e.g. `/root/.cache/cuda-upgrade`; `None` for no cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Use only the cache; fail on anything not in it.
+    pub offline: bool,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(10),
+            timeout: Duration::from_secs(60),
+            retries: 3,
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            concurrency: 8,
+            cache_dir: None,
+            offline: false,
+        }
+    }
+}
+
+/// A named index at a simple-API base URL, e.g. `pytorch-cu130` at
+/// `https://mirror.example/whl/cu130/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexLocation {
+    /// The manifest's name for it, e.g. `default`.
+    pub name: String,
+    /// The base URL, always ending in `/`. May carry credentials: render it only
+    /// through [`redact`].
+    pub url: Url,
+}
+
+impl IndexLocation {
+    /// Parse an index base URL, e.g. `https://mirror.example/simple`.
+    pub fn new(name: &str, url: &str) -> Result<Self, ClientError> {
+        let url_error = |reason: String| ClientError::IndexUrl {
+            url: redact_str(url),
+            index: name.to_string(),
+            reason,
+        };
+        let mut parsed = Url::parse(url).map_err(|error| url_error(error.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(url_error(format!(
+                "the scheme `{}` is not http or https",
+                parsed.scheme()
+            )));
+        }
+        if !parsed.path().ends_with('/') {
+            let path = format!("{}/", parsed.path());
+            parsed.set_path(&path);
+        }
+        Ok(Self {
+            name: name.to_string(),
+            url: parsed,
+        })
+    }
+
+    /// The project page URL, e.g. `…/simple/flashinfer-python/` (PEP 503 normalized).
+    pub fn project_url(&self, name: &PackageName) -> Result<Url, ClientError> {
+        self.url
+            .join(&format!("{name}/"))
+            .map_err(|error| ClientError::IndexUrl {
+                url: redact(&self.url),
+                index: self.name.clone(),
+                reason: error.to_string(),
+            })
+    }
+}
+
+/// A URL with its user name and password removed, e.g.
+/// `https://token:x@mirror.example/simple/` → `https://mirror.example/simple/`.
+pub fn redact(url: &Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.to_string()
+}
+
+/// [`redact`] for a string that may not parse: everything up to `@` in the authority
+/// is dropped.
+fn redact_str(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(parsed) => redact(&parsed),
+        Err(_) => match (url.find("://"), url.rfind('@')) {
+            (Some(scheme_end), Some(at)) if at > scheme_end => {
+                format!("{}{}", &url[..scheme_end + 3], &url[at + 1..])
+            }
+            _ => url.to_string(),
+        },
+    }
+}
+
+/// The live index client; cheap to clone (clones share connections, cache and limits).
+#[derive(Debug, Clone)]
+pub struct IndexClient {
+    http: Arc<Http>,
+}
+
+impl IndexClient {
+    /// A client with these policies.
+    pub fn new(settings: ClientSettings) -> Result<Self, ClientError> {
+        Ok(Self {
+            http: Arc::new(Http::new(settings)?),
+        })
+    }
+
+    /// The files of project `name` on `index`; `None` when the index does not have
+    /// the project (`404`/`410`), which is not an error.
+    pub async fn fetch_project(
+        &self,
+        index: &IndexLocation,
+        name: &PackageName,
+    ) -> Result<Option<Vec<ProjectFile>>, ClientError> {
+        let url = index.project_url(name)?;
+        match self.http.page(&index.name, &url).await? {
+            PageResponse::NotFound => Ok(None),
+            PageResponse::Found {
+                body,
+                content_type,
+                final_url,
+            } => simple::parse_page(&body, content_type.as_deref(), &final_url, &index.url)
+                .map(Some)
+                .map_err(|reason| ClientError::Page {
+                    url: redact(&url),
+                    index: index.name.clone(),
+                    reason,
+                }),
+        }
+    }
+
+    /// The core metadata of one file: its PEP 658 file when the index offers one
+    /// (sha256-checked when the index gives the hash), else the wheel's
+    /// `*.dist-info/METADATA` read with range requests (a full download when the
+    /// server refuses ranges). Cached forever: a published file never changes.
+    pub async fn fetch_metadata(
+        &self,
+        index: &IndexLocation,
+        file: &ProjectFile,
+    ) -> Result<CoreMetadata, ClientError> {
+        let key = match &file.sha256 {
+            Some(sha256) => format!("sha256:{sha256}:{}", file.filename),
+            None => redact(&file.url),
+        };
+        let metadata_error = |source| ClientError::Metadata {
+            filename: file.filename.clone(),
+            index: index.name.clone(),
+            source: Box::new(source),
+        };
+        if let Some(cache) = self.http.cache()
+            && let Some(bytes) = cache.metadata(&key)?
+            && let Ok(metadata) = CoreMetadata::parse(&bytes, &file.filename)
+        {
+            return Ok(metadata);
+        }
+        let bytes = match (&file.metadata, &file.dist) {
+            (MetadataOffer::Offered(expected), _) => {
+                let mut url = file.url.clone();
+                let path = format!("{}.metadata", url.path());
+                url.set_path(&path);
+                let bytes = self.http.bytes(&index.name, &url).await?;
+                if let Some(expected) = expected {
+                    let actual = hex::encode(sha2::Sha256::digest(&bytes));
+                    if actual != expected.as_str() {
+                        return Err(ClientError::HashMismatch {
+                            url: redact(&url),
+                            index: index.name.clone(),
+                            expected: expected.to_string(),
+                            actual,
+                        });
+                    }
+                }
+                bytes
+            }
+            (MetadataOffer::Absent, DistFilename::Wheel(_)) => {
+                self.wheel_metadata(index, file).await?
+            }
+            (MetadataOffer::Absent, DistFilename::Sdist(_)) => {
+                return Err(ClientError::SdistMetadata {
+                    filename: file.filename.clone(),
+                    index: index.name.clone(),
+                });
+            }
+        };
+        let metadata = CoreMetadata::parse(&bytes, &file.filename).map_err(metadata_error)?;
+        if let Some(cache) = self.http.cache() {
+            cache.store_metadata(&key, &bytes)?;
+        }
+        Ok(metadata)
+    }
+
+    /// One release assembled from the files of `version`: metadata from the best
+    /// file (a PEP 658 offer first, then a wheel, preferring `preferred` files), all
+    /// files listed with hashes and yanked state.
+    pub async fn fetch_release(
+        &self,
+        index: &IndexLocation,
+        version: &Version,
+        files: &[ProjectFile],
+        preferred: impl Fn(&ProjectFile) -> bool,
+    ) -> Result<Release, ClientError> {
+        let source =
+            metadata_source(files, preferred).ok_or_else(|| ClientError::SdistMetadata {
+                filename: files
+                    .first()
+                    .map(|file| file.filename.clone())
+                    .unwrap_or_default(),
+                index: index.name.clone(),
+            })?;
+        let metadata = self.fetch_metadata(index, source).await?;
+        let requires_python = metadata
+            .requires_python
+            .or_else(|| source.requires_python.clone());
+        let files = files
+            .iter()
+            .map(|file| {
+                let mut recorded = dist_file(file);
+                // The model keeps a file's own `Requires-Python` only where it differs.
+                if recorded.requires_python == requires_python {
+                    recorded.requires_python = None;
+                }
+                recorded
+            })
+            .collect();
+        Ok(Release {
+            version: version.clone(),
+            requires_dist: metadata.requires_dist,
+            requires_python,
+            files,
+            provenance: None,
+        })
+    }
+
+    /// Read a wheel's `METADATA` with range requests, falling back to a download.
+    async fn wheel_metadata(
+        &self,
+        index: &IndexLocation,
+        file: &ProjectFile,
+    ) -> Result<Vec<u8>, ClientError> {
+        let metadata_error = |source| ClientError::Metadata {
+            filename: file.filename.clone(),
+            index: index.name.clone(),
+            source: Box::new(source),
+        };
+        let first = self
+            .http
+            .range(&index.name, &file.url, ByteRange::Suffix(TAIL_BYTES))
+            .await?;
+        let (start, total, bytes) = match first {
+            RangeResponse::Full(bytes) => {
+                return read_wheel_metadata(std::io::Cursor::new(bytes), &file.filename)
+                    .map_err(metadata_error);
+            }
+            RangeResponse::Partial {
+                start,
+                total,
+                bytes,
+            } => (start, total, bytes),
+        };
+        let mut sparse = SparseFile::new(total);
+        sparse.add(start, bytes);
+        let mut want = TAIL_BYTES;
+        for _ in 0..MAX_RANGE_ROUNDS {
+            let missing = Cell::new(None);
+            let outcome = read_wheel_metadata(SparseReader::new(&sparse, &missing), &file.filename);
+            let offset = match (outcome, missing.get()) {
+                (Ok(bytes), _) => return Ok(bytes),
+                (Err(_), Some(offset)) => offset,
+                (Err(error), None) => return Err(metadata_error(error)),
+            };
+            let end = sparse
+                .next_known_after(offset)
+                .min(offset.saturating_add(want))
+                .max(offset + 1);
+            match self
+                .http
+                .range(&index.name, &file.url, ByteRange::Bounded(offset, end - 1))
+                .await?
+            {
+                RangeResponse::Partial { start, bytes, .. } => sparse.add(start, bytes),
+                RangeResponse::Full(bytes) => {
+                    return read_wheel_metadata(std::io::Cursor::new(bytes), &file.filename)
+                        .map_err(metadata_error);
+                }
+            }
+            want = want.saturating_mul(4);
+        }
+        Err(ClientError::Zip {
+            url: redact(&file.url),
+            index: index.name.clone(),
+            reason: format!("the metadata was not found within {MAX_RANGE_ROUNDS} range requests"),
+        })
+    }
+}
+
+/// The file whose metadata stands for the release: a PEP 658 offer on a preferred
+/// wheel, any PEP 658 offer, a preferred wheel, any wheel; `None` when only sdists
+/// without metadata files remain.
+fn metadata_source(
+    files: &[ProjectFile],
+    preferred: impl Fn(&ProjectFile) -> bool,
+) -> Option<&ProjectFile> {
+    let is_wheel = |file: &&ProjectFile| matches!(file.dist, DistFilename::Wheel(_));
+    let offered = |file: &&ProjectFile| matches!(file.metadata, MetadataOffer::Offered(_));
+    files
+        .iter()
+        .filter(is_wheel)
+        .find(|file| offered(file) && preferred(file))
+        .or_else(|| files.iter().find(offered))
+        .or_else(|| files.iter().filter(is_wheel).find(|file| preferred(file)))
+        .or_else(|| files.iter().find(is_wheel))
+}
+
+/// A listed file as the universe records it: no URL.
+fn dist_file(file: &ProjectFile) -> DistFile {
+    DistFile {
+        filename: file.filename.clone(),
+        sha256: file.sha256.clone(),
+        yanked: file.yanked.clone(),
+        requires_python: file.requires_python.clone(),
+        size: file.size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use super::*;
+
+    #[test]
+    fn redaction() {
+        let url = Url::parse("https://token:secret@mirror.example/simple/").unwrap();
+        assert_eq!(redact(&url), "https://mirror.example/simple/");
+        assert_eq!(redact_str("https://u:p@bad host/x"), "https://bad host/x");
+    }
+
+    #[test]
+    fn index_urls_end_in_a_slash() {
+        let index = IndexLocation::new("default", "http://127.0.0.1:9/simple").unwrap();
+        let name = PackageName::from_str("Flashinfer_Python").unwrap();
+        assert_eq!(
+            index.project_url(&name).unwrap().as_str(),
+            "http://127.0.0.1:9/simple/flashinfer-python/"
+        );
+        assert!(IndexLocation::new("x", "file:///tmp").is_err());
+    }
+}

@@ -1,0 +1,500 @@
+//! Project pages of the simple repository API: PEP 691 JSON and PEP 503 HTML, both
+//! read into one list of [`ProjectFile`]s.
+//!
+//! HTML is read with a small tolerant scanner for `<a …>…</a>` and `<base href>`:
+//! attribute values are HTML-unescaped (`data-requires-python="&gt;=3.10"`), `href`s
+//! are resolved against the page's final URL, and the `#sha256=` fragment becomes the
+//! file's hash. PEP 592 `data-yanked`, PEP 658 `data-dist-info-metadata` and PEP 714
+//! `data-core-metadata` are read; the JSON form carries the same facts as keys.
+//! See: https://packaging.python.org/en/latest/specifications/simple-repository-api/
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use pep440_rs::VersionSpecifiers;
+use serde::Deserialize;
+use url::Url;
+
+use crate::index::filename::DistFilename;
+use crate::manifest::Sha256;
+
+/// The `Accept` header of a project page request: JSON first, HTML as a fallback.
+pub const ACCEPT: &str = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01";
+
+/// The JSON media type of PEP 691.
+const JSON_MEDIA_TYPE: &str = "application/vnd.pypi.simple.v1+json";
+
+/// Whether and how an index offers a file's core metadata as `<file URL>.metadata`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum MetadataOffer {
+    /// No PEP 658 file: read the metadata out of the distribution.
+    #[default]
+    Absent,
+    /// Offered, with the sha256 of the metadata file when the index gives it.
+    Offered(Option<Sha256>),
+}
+
+/// One file listed on a project page, e.g. `six-1.17.0-py2.py3-none-any.whl`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProjectFile {
+    /// The file name, e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
+    pub filename: String,
+    /// The parsed file name.
+    pub dist: DistFilename,
+    /// Where to download it (fragment removed). May carry the index's credentials:
+    /// render it only through [`super::redact`].
+    pub url: Url,
+    /// The file's sha256, e.g. from `#sha256=…`.
+    pub sha256: Option<Sha256>,
+    /// `data-requires-python` / `requires-python`, e.g. `>=3.10`.
+    pub requires_python: Option<VersionSpecifiers>,
+    /// `Some(reason)` when yanked; `Some("")` when yanked without a reason.
+    pub yanked: Option<String>,
+    /// PEP 658 / PEP 714 metadata file.
+    pub metadata: MetadataOffer,
+    /// Size in bytes, when the JSON form gives it.
+    pub size: Option<u64>,
+}
+
+/// Parse a project page. `content_type` is the response's `Content-Type`;
+/// `page_url` the URL the page came from (after redirects); `index_url` the index
+/// base, whose credentials are carried to files on the same origin.
+pub fn parse_page(
+    body: &[u8],
+    content_type: Option<&str>,
+    page_url: &Url,
+    index_url: &Url,
+) -> Result<Vec<ProjectFile>, String> {
+    let media = content_type
+        .map(|value| {
+            value
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default();
+    // PEP 691's media type; a server that labels the same JSON `application/json` is
+    // read the same way.
+    let is_json = media == JSON_MEDIA_TYPE
+        || (media.ends_with("json")
+            && body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'));
+    let raw = if is_json {
+        parse_json(body)?
+    } else {
+        parse_html(&String::from_utf8_lossy(body))
+    };
+    let base = raw
+        .base
+        .as_deref()
+        .and_then(|base| page_url.join(base).ok());
+    let base = base.as_ref().unwrap_or(page_url);
+    let mut files = Vec::new();
+    for file in raw.files {
+        let Ok(mut url) = base.join(&file.href) else {
+            continue;
+        };
+        let fragment_hash = url.fragment().and_then(|fragment| {
+            fragment
+                .strip_prefix("sha256=")
+                .and_then(|digits| Sha256::from_str(digits).ok())
+        });
+        url.set_fragment(None);
+        carry_credentials(&mut url, index_url);
+        let filename = file
+            .filename
+            .filter(|name| DistFilename::parse(name).is_ok())
+            .or_else(|| {
+                url.path_segments()
+                    .and_then(|mut segments| segments.next_back().map(percent_decode))
+            });
+        let Some(filename) = filename else {
+            continue;
+        };
+        // Pages list files that are not distributions (signatures, checksums): skip them.
+        let Ok(dist) = DistFilename::parse(&filename) else {
+            continue;
+        };
+        files.push(ProjectFile {
+            filename,
+            dist,
+            url,
+            sha256: file.sha256.or(fragment_hash),
+            requires_python: file
+                .requires_python
+                .as_deref()
+                .map(str::trim)
+                .filter(|value| !value.is_empty())
+                .and_then(|value| VersionSpecifiers::from_str(value).ok()),
+            yanked: file.yanked,
+            metadata: file.metadata,
+            size: file.size,
+        });
+    }
+    Ok(files)
+}
+
+/// A file as a page lists it, before URL resolution.
+#[derive(Debug, Default)]
+struct RawFile {
+    href: String,
+    filename: Option<String>,
+    sha256: Option<Sha256>,
+    requires_python: Option<String>,
+    yanked: Option<String>,
+    metadata: MetadataOffer,
+    size: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct RawPage {
+    base: Option<String>,
+    files: Vec<RawFile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct JsonPage {
+    files: Vec<JsonFile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct JsonFile {
+    filename: String,
+    url: String,
+    #[serde(default)]
+    hashes: BTreeMap<String, String>,
+    #[serde(default, rename = "requires-python")]
+    requires_python: Option<String>,
+    #[serde(default)]
+    yanked: Option<BoolOrString>,
+    #[serde(default, rename = "core-metadata")]
+    core_metadata: Option<JsonMetadata>,
+    #[serde(default, rename = "dist-info-metadata")]
+    dist_info_metadata: Option<JsonMetadata>,
+    #[serde(default)]
+    size: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum BoolOrString {
+    Bool(bool),
+    String(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum JsonMetadata {
+    Bool(bool),
+    Hashes(BTreeMap<String, String>),
+}
+
+fn parse_json(body: &[u8]) -> Result<RawPage, String> {
+    let page: JsonPage = serde_json::from_slice(body).map_err(|error| error.to_string())?;
+    let files = page
+        .files
+        .into_iter()
+        .map(|file| RawFile {
+            href: file.url,
+            sha256: file
+                .hashes
+                .get("sha256")
+                .and_then(|digits| Sha256::from_str(digits).ok()),
+            filename: Some(file.filename),
+            requires_python: file.requires_python,
+            yanked: match file.yanked {
+                None | Some(BoolOrString::Bool(false)) => None,
+                Some(BoolOrString::Bool(true)) => Some(String::new()),
+                Some(BoolOrString::String(reason)) => Some(reason),
+            },
+            metadata: match file.core_metadata.or(file.dist_info_metadata) {
+                None | Some(JsonMetadata::Bool(false)) => MetadataOffer::Absent,
+                Some(JsonMetadata::Bool(true)) => MetadataOffer::Offered(None),
+                Some(JsonMetadata::Hashes(hashes)) => MetadataOffer::Offered(
+                    hashes
+                        .get("sha256")
+                        .and_then(|digits| Sha256::from_str(digits).ok()),
+                ),
+            },
+            size: file.size,
+        })
+        .collect();
+    Ok(RawPage { base: None, files })
+}
+
+fn parse_html(html: &str) -> RawPage {
+    let mut page = RawPage::default();
+    let lower = html.to_ascii_lowercase();
+    let mut position = 0;
+    // Each iteration consumes at least one byte, so the loop ends.
+    while let Some(offset) = lower[position..].find('<') {
+        let start = position + offset;
+        position = start + 1;
+        let tag_name_end = lower[position..]
+            .find(|c: char| c.is_ascii_whitespace() || c == '>' || c == '/')
+            .map_or(lower.len(), |end| position + end);
+        let tag = &lower[position..tag_name_end];
+        if tag != "a" && tag != "base" {
+            continue;
+        }
+        let Some(close) = find_tag_end(html, tag_name_end) else {
+            break;
+        };
+        let attributes = parse_attributes(&html[tag_name_end..close]);
+        position = close + 1;
+        if tag == "base" {
+            if let Some(href) = attribute(&attributes, "href") {
+                page.base = Some(href.to_string());
+            }
+            continue;
+        }
+        let text_end = lower[position..]
+            .find("</a")
+            .map_or(html.len(), |end| position + end);
+        let text = unescape(html[position..text_end].trim());
+        position = text_end;
+        let Some(href) = attribute(&attributes, "href") else {
+            continue;
+        };
+        let metadata = attribute(&attributes, "data-core-metadata")
+            .or_else(|| attribute(&attributes, "data-dist-info-metadata"))
+            .map_or(MetadataOffer::Absent, |value| {
+                if value.eq_ignore_ascii_case("false") {
+                    MetadataOffer::Absent
+                } else {
+                    MetadataOffer::Offered(
+                        value
+                            .strip_prefix("sha256=")
+                            .and_then(|digits| Sha256::from_str(digits).ok()),
+                    )
+                }
+            });
+        page.files.push(RawFile {
+            href: href.to_string(),
+            filename: (!text.is_empty()).then_some(text),
+            sha256: None,
+            requires_python: attribute(&attributes, "data-requires-python").map(str::to_string),
+            yanked: attribute(&attributes, "data-yanked").map(str::to_string),
+            metadata,
+            size: None,
+        });
+    }
+    page
+}
+
+/// The index of the `>` that closes a tag whose attributes start at `from`, skipping
+/// `>` inside quoted values.
+fn find_tag_end(html: &str, from: usize) -> Option<usize> {
+    let mut quote = None;
+    for (index, ch) in html[from..].char_indices() {
+        match (quote, ch) {
+            (Some(open), c) if c == open => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(ch),
+            (None, '>') => return Some(from + index),
+            (None, _) => {}
+        }
+    }
+    None
+}
+
+/// `name="value" name='value' name=value name` → lowercase names, unescaped values.
+fn parse_attributes(text: &str) -> Vec<(String, String)> {
+    let mut attributes = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut index = 0;
+    while index < chars.len() {
+        while index < chars.len() && (chars[index].is_whitespace() || chars[index] == '/') {
+            index += 1;
+        }
+        let name_start = index;
+        while index < chars.len()
+            && !chars[index].is_whitespace()
+            && chars[index] != '='
+            && chars[index] != '/'
+        {
+            index += 1;
+        }
+        if index == name_start {
+            index += 1;
+            continue;
+        }
+        let name: String = chars[name_start..index].iter().collect();
+        while index < chars.len() && chars[index].is_whitespace() {
+            index += 1;
+        }
+        let mut value = String::new();
+        if index < chars.len() && chars[index] == '=' {
+            index += 1;
+            while index < chars.len() && chars[index].is_whitespace() {
+                index += 1;
+            }
+            if index < chars.len() && (chars[index] == '"' || chars[index] == '\'') {
+                let quote = chars[index];
+                index += 1;
+                let value_start = index;
+                while index < chars.len() && chars[index] != quote {
+                    index += 1;
+                }
+                value = chars[value_start..index].iter().collect();
+                index += 1;
+            } else {
+                let value_start = index;
+                while index < chars.len() && !chars[index].is_whitespace() {
+                    index += 1;
+                }
+                value = chars[value_start..index].iter().collect();
+            }
+        }
+        attributes.push((name.to_ascii_lowercase(), unescape(&value)));
+    }
+    attributes
+}
+
+fn attribute<'a>(attributes: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    attributes
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
+/// Decode HTML character references: `&gt;=3.10` → `>=3.10`, `&#60;` → `<`.
+pub fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        rest = &rest[amp..];
+        let decoded = rest.find(';').filter(|end| *end <= 10).and_then(|end| {
+            let entity = &rest[1..end];
+            let ch = match entity {
+                "amp" => Some('&'),
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "quot" => Some('"'),
+                "apos" => Some('\''),
+                _ => entity
+                    .strip_prefix("#x")
+                    .or_else(|| entity.strip_prefix("#X"))
+                    .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+                    .or_else(|| {
+                        entity
+                            .strip_prefix('#')
+                            .and_then(|decimal| decimal.parse::<u32>().ok())
+                    })
+                    .and_then(char::from_u32),
+            };
+            ch.map(|ch| (ch, end))
+        });
+        match decoded {
+            Some((ch, end)) => {
+                out.push(ch);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Decode `%XX` escapes of a URL path segment, e.g. `torch-2.9.1%2Bcu130-…` → `torch-2.9.1+cu130-…`.
+fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%'
+            && let Some(byte) = segment
+                .get(index + 1..index + 3)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+        {
+            out.push(byte);
+            index += 3;
+            continue;
+        }
+        out.push(bytes[index]);
+        index += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Give a file URL on the index's own origin the index's credentials, as pip does.
+fn carry_credentials(url: &mut Url, index_url: &Url) {
+    if !url.username().is_empty() || index_url.username().is_empty() {
+        return;
+    }
+    if url.origin() != index_url.origin() {
+        return;
+    }
+    let _ = url.set_username(index_url.username());
+    let _ = url.set_password(index_url.password());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn html_page() {
+        let html = r#"<!DOCTYPE html><html><body><h1>Links for a</h1>
+<a href="../../files/a-1.0-py3-none-any.whl#sha256=8b2f6a5e2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f" data-requires-python="&gt;=3.10" data-core-metadata="sha256=1111111111111111111111111111111111111111111111111111111111111111">a-1.0-py3-none-any.whl</a><br/>
+<A HREF='/files/a-0.9.tar.gz' data-yanked>a-0.9.tar.gz</A>
+<a href="a-0.9.tar.gz.asc">a-0.9.tar.gz.asc</a>
+</body></html>"#;
+        let page = url("http://127.0.0.1:1/simple/a/");
+        let files = parse_page(html.as_bytes(), Some("text/html"), &page, &page).unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(
+            files[0].url.as_str(),
+            "http://127.0.0.1:1/files/a-1.0-py3-none-any.whl"
+        );
+        assert!(files[0].sha256.is_some());
+        assert_eq!(
+            files[0].requires_python.as_ref().unwrap().to_string(),
+            ">=3.10"
+        );
+        assert!(matches!(files[0].metadata, MetadataOffer::Offered(Some(_))));
+        assert_eq!(files[1].yanked.as_deref(), Some(""));
+        assert_eq!(files[1].metadata, MetadataOffer::Absent);
+    }
+
+    #[test]
+    fn json_page() {
+        let json = r#"{"meta":{"api-version":"1.1"},"name":"b","files":[
+{"filename":"b-2.0-py3-none-any.whl","url":"https://files.example/b-2.0-py3-none-any.whl","hashes":{"sha256":"8b2f6a5e2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f"},"requires-python":">=3.9","yanked":"broken","core-metadata":true,"size":12}]}"#;
+        let page = url("https://user:secret@index.example/simple/b/");
+        let files = parse_page(
+            json.as_bytes(),
+            Some("application/vnd.pypi.simple.v1+json"),
+            &page,
+            &page,
+        )
+        .unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].yanked.as_deref(), Some("broken"));
+        assert_eq!(files[0].metadata, MetadataOffer::Offered(None));
+        // Another origin: the index's credentials stay home.
+        assert_eq!(files[0].url.username(), "");
+    }
+
+    #[test]
+    fn entities() {
+        assert_eq!(
+            unescape("&gt;=3.8,&lt;4&amp;&#33;&#x21;&bogus"),
+            ">=3.8,<4&!!&bogus"
+        );
+        assert_eq!(
+            percent_decode("torch-2.9.1%2Bcu130.whl"),
+            "torch-2.9.1+cu130.whl"
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! Names of the environment variables the tool reads, as constants, and the one
+//! function that reads them.
+//!
+//! Variables that only child processes read (pip reads `PIP_CONFIG_FILE` itself) are
+//! not listed here: the tool never interprets them.
+
+/// pip's index URL override, e.g. `https://mirror.example/simple`; takes precedence
+/// over pip's configuration files when the manifest's index has no `url`.
+pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
+
+/// The user's cache root (XDG base directories), e.g. `/home/ops/.cache`.
+pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
+
+/// The user's home directory, e.g. `/home/ops`; `~/.cache` is the fallback cache root.
+pub const HOME: &str = "HOME";
+
+/// The value of an environment variable, `None` when unset, empty or not UTF-8.
+pub fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}

@@ -1,0 +1,22 @@
+//! Settings: the one place that reads the process environment.
+//!
+//! Flags are parsed by `cli`; this module supplies what flags leave open — the
+//! environment variables the tool honours and the defaults derived from them (the
+//! cache directory). Nothing here performs network I/O or writes files.
+
+pub mod env;
+
+use std::path::PathBuf;
+
+/// The default on-disk cache of index responses:
+/// `$XDG_CACHE_HOME/cuda-upgrade`, else `$HOME/.cache/cuda-upgrade`, e.g.
+/// `/root/.cache/cuda-upgrade`; `None` when neither variable is set.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(cache_home) = env::var(env::XDG_CACHE_HOME) {
+        return Some(PathBuf::from(cache_home).join(CACHE_DIR_NAME));
+    }
+    env::var(env::HOME).map(|home| PathBuf::from(home).join(".cache").join(CACHE_DIR_NAME))
+}
+
+/// The cache directory's own name under the user's cache root, e.g. `cuda-upgrade`.
+const CACHE_DIR_NAME: &str = "cuda-upgrade";
