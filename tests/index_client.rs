@@ -914,6 +914,27 @@ fn snapshot_records_the_manifest_closure() {
     );
     assert!(stdout.contains("note: skipped `gamma`"), "{stdout}");
 
+    // Without `--cache-dir` the cache lives under `$XDG_CACHE_HOME/cuda-upgrade`.
+    let cache_home = dir.path().join("xdg");
+    let defaulted = upgrade(
+        &[
+            "index",
+            "snapshot",
+            manifest.to_str().unwrap(),
+            "-o",
+            output_file.to_str().unwrap(),
+            "--no-deps",
+        ],
+        &[
+            ("PIP_INDEX_URL", &fixture.server.url("/simple/")),
+            ("XDG_CACHE_HOME", cache_home.to_str().unwrap()),
+        ],
+        &[],
+    );
+    assert_eq!(defaulted.status.code(), Some(0));
+    assert!(cache_home.join("cuda-upgrade/simple-v1").is_dir());
+    assert!(cache_home.join("cuda-upgrade/metadata-v1").is_dir());
+
     // An index that keeps failing: exit 1, the URL and index named, no snapshot written.
     let broken = dir.path().join("broken.yaml");
     std::fs::write(
