@@ -29,6 +29,10 @@ pub enum Command {
     Probe(ProbeArgs),
     /// Resolve a manifest for a node: exact versions, indexes, files and hashes. Exit 3 when it cannot be resolved.
     Lock(LockArgs),
+    /// What `apply` would do on a node: ordered steps with `+ ~ -`, reasons and exact commands (secrets masked). Changes nothing.
+    Plan(PlanArgs),
+    /// Converge a node to a manifest (or a saved plan), then run the verification launch.
+    Apply(ApplyArgs),
     /// Package indexes: record what resolving a manifest needs, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
@@ -36,7 +40,7 @@ pub enum Command {
 
 /// Which node to work on: this machine or a host over SSH.
 #[derive(Debug, Args)]
-#[group(required = true, multiple = false, id = "node")]
+#[group(required = false, multiple = false, id = "node")]
 pub struct NodeArgs {
     /// Work on this machine.
     #[arg(long)]
@@ -63,6 +67,7 @@ pub struct SshArgs {
 
 /// `upgrade probe (--local | --host H)`
 #[derive(Debug, Args)]
+#[group(id = "probe_node", required = true, multiple = false, args = ["local", "host"])]
 pub struct ProbeArgs {
     /// The node.
     #[command(flatten)]
@@ -82,6 +87,75 @@ pub struct ProbeArgs {
     /// Output format; the JSON is what `--facts` accepts in `lock` and `plan`.
     #[arg(long, value_enum, default_value_t = FactsFormat::Text)]
     pub format: FactsFormat,
+}
+
+/// `upgrade plan MANIFEST (--local | --host H | --facts FILE)`
+#[derive(Debug, Args)]
+#[group(id = "plan_node", required = true, multiple = false, args = ["local", "host", "facts"])]
+pub struct PlanArgs {
+    /// The manifest, e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Plan from saved facts (`upgrade probe --format json`) instead of probing.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Save the plan here; `upgrade apply PLAN` replays it and refuses it if the node changed.
+    #[arg(short = 'o', long = "output", value_name = "PLAN")]
+    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
+}
+
+/// Output of `plan`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    /// `+ ~ -` lines with commands.
+    Text,
+    /// For machines.
+    Json,
+}
+
+/// `upgrade apply MANIFEST|PLAN (--local | --host H)`
+#[derive(Debug, Args)]
+#[group(id = "apply_node", required = true, multiple = false, args = ["local", "host"])]
+pub struct ApplyArgs {
+    /// A manifest, or a plan saved by `upgrade plan -o`.
+    #[arg(value_name = "MANIFEST|PLAN")]
+    pub target: PathBuf,
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Skip the verification launch.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
+    pub format: ApplyFormat,
+}
+
+/// Output of `apply`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApplyFormat {
+    /// One line per step, failures with their command and output.
+    Text,
+    /// The outcome for machines.
+    Json,
 }
 
 /// Output of `probe`.

@@ -1,10 +1,13 @@
 //! The `upgrade` binary: parse arguments, run a verb, render errors, exit.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use cuda_upgrade::cli::Cli;
 use cuda_upgrade::commands::{self, ExitStatus};
+use cuda_upgrade::exec::Reporter;
 use cuda_upgrade::printer::Printer;
 use cuda_upgrade::report;
 
@@ -22,12 +25,43 @@ fn main() -> ExitCode {
             return status.into();
         }
     };
-    let mut printer = Printer::new();
+    let mut printer = if std::io::stderr().is_terminal() {
+        Printer::with_reporter(Box::new(Spinner::new()))
+    } else {
+        Printer::new()
+    };
     match commands::run(cli, &mut printer) {
         Ok(status) => status.into(),
         Err(error) => {
             let _ = printer.err(&format!("error: {}\n", report::error_chain(&error)));
             error.exit_status().into()
         }
+    }
+}
+
+/// Progress on a terminal: a spinner with the current step.
+struct Spinner {
+    bar: indicatif::ProgressBar,
+}
+
+impl Spinner {
+    fn new() -> Self {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(Duration::from_millis(120));
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        Self { bar }
+    }
+}
+
+impl Reporter for Spinner {
+    fn step(&self, message: &str) {
+        self.bar
+            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        self.bar.set_message(message.to_string());
+    }
+
+    fn done(&self) {
+        self.bar
+            .set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
 }

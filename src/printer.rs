@@ -1,21 +1,44 @@
-//! The only place that writes to the terminal.
+//! The only place that writes to the terminal: command output on stdout, diagnostics
+//! and progress on stderr. How progress looks is the binary's choice (a
+//! [`Reporter`]); the library only says what it is doing.
 
 use std::io::Write;
 
+use crate::exec::{QuietReporter, Reporter};
+
 /// Writes command output to stdout and diagnostics to stderr.
-#[derive(Debug, Default)]
 pub struct Printer {
-    _private: (),
+    reporter: Box<dyn Reporter>,
+}
+
+impl Default for Printer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Printer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Printer")
+    }
 }
 
 impl Printer {
-    /// A printer on this process's stdout and stderr.
+    /// A printer on this process's stdout and stderr, without progress.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            reporter: Box::new(QuietReporter),
+        }
+    }
+
+    /// A printer that reports progress through `reporter`.
+    pub fn with_reporter(reporter: Box<dyn Reporter>) -> Self {
+        Self { reporter }
     }
 
     /// Write `text` to stdout as is.
     pub fn out(&mut self, text: &str) -> std::io::Result<()> {
+        self.reporter.done();
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(text.as_bytes())?;
         stdout.flush()
@@ -23,8 +46,19 @@ impl Printer {
 
     /// Write `text` to stderr as is.
     pub fn err(&mut self, text: &str) -> std::io::Result<()> {
+        self.reporter.done();
         let mut stderr = std::io::stderr().lock();
         stderr.write_all(text.as_bytes())?;
         stderr.flush()
+    }
+
+    /// Show what is being done now, e.g. `node0: toolkit — …`.
+    pub fn progress(&mut self, message: &str) {
+        self.reporter.step(message);
+    }
+
+    /// The current work is over.
+    pub fn progress_done(&mut self) {
+        self.reporter.done();
     }
 }

@@ -3,10 +3,13 @@
 //! Errors that stop a verb are [`CommandError`]s; each class maps to one exit code,
 //! documented in the README.
 
+mod apply;
+mod converge;
 mod diff;
 mod index;
 mod lock;
 mod node;
+mod plan;
 mod probe;
 mod validate;
 
@@ -73,6 +76,41 @@ pub enum CommandError {
     /// The environment or facts could not be read, or the solver failed.
     #[error(transparent)]
     Resolve(ResolveError),
+    /// A `from_env` value is missing on the controller.
+    #[error(transparent)]
+    Env(crate::steps::env::EnvError),
+    /// pip's default index could not be found.
+    #[error(transparent)]
+    PipConfig(#[from] crate::index::pip_config::PipConfigError),
+    /// A node could not be planned.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    /// A saved plan file could not be read.
+    #[error("Failed to read plan `{}`: {message}", path.display())]
+    PlanFile {
+        /// The plan file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A step of the plan cannot be applied; nothing was changed.
+    #[error("Refusing to apply on `{node}`: the `{step}` step is blocked: {reason}")]
+    Blocked {
+        /// e.g. `node0`.
+        node: String,
+        /// e.g. `pip`.
+        step: String,
+        /// Why.
+        reason: String,
+    },
+    /// A saved plan no longer matches the node or the manifest.
+    #[error("Refusing plan `{}`: {reason}; make a new plan", path.display())]
+    StalePlan {
+        /// The plan file.
+        path: std::path::PathBuf,
+        /// What changed.
+        reason: String,
+    },
     /// No set of releases satisfies the manifest on the node; the report says why.
     #[error("Failed to resolve `{manifest}` for this node, {report}")]
     Unresolvable {
@@ -98,9 +136,16 @@ impl CommandError {
     /// The exit status for this error's class.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
-            Self::Manifest(_) | Self::Rules(_) | Self::Snapshot(_) | Self::Facts(_) => {
-                ExitStatus::InvalidInput
-            }
+            Self::Manifest(_)
+            | Self::Rules(_)
+            | Self::Snapshot(_)
+            | Self::Facts(_)
+            | Self::Env(_)
+            | Self::PipConfig(_)
+            | Self::Plan(_)
+            | Self::PlanFile { .. }
+            | Self::StalePlan { .. }
+            | Self::Blocked { .. } => ExitStatus::InvalidInput,
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Exec(_)
             | Self::Runtime(_)
@@ -128,5 +173,7 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Index(command) => index::run(command, printer),
         Command::Probe(args) => probe::run(&args, printer),
         Command::Lock(args) => lock::run(&args, printer),
+        Command::Plan(args) => plan::run(&args, printer),
+        Command::Apply(args) => apply::run(&args, printer),
     }
 }

@@ -127,7 +127,7 @@ async fn read_file(transport: &Transport, path: &Path) -> Result<(String, u32), 
         "if [ -e \"$1\" ]; then stat -c %a -- \"$1\" && cat -- \"$1\"; else echo absent; fi";
     let command = NodeCommand::new("sh")
         .arg("-c")
-        .arg(SCRIPT)
+        .script("read-file", SCRIPT)
         .arg("read")
         .arg(path.display().to_string());
     let output = transport.run(&command, None).await?;

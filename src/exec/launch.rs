@@ -170,7 +170,7 @@ pub async fn launch(transport: &Transport, spec: &LaunchSpec) -> Result<LaunchOu
     }
     let start = NodeCommand::new("sh")
         .arg("-c")
-        .arg(START_SCRIPT)
+        .script("start-detached", START_SCRIPT)
         .arg("start")
         .arg(verify.log.display().to_string())
         .arg(spec.pid_file.display().to_string())
@@ -338,7 +338,7 @@ sys.exit(1)
 pub async fn stop(transport: &Transport, pid: u32) -> Result<(), ExecError> {
     let command = NodeCommand::new("sh")
         .arg("-c")
-        .arg(STOP_SCRIPT)
+        .script("stop-group", STOP_SCRIPT)
         .arg("stop")
         .arg(pid.to_string());
     transport.run(&command, None).await?;

@@ -8,8 +8,10 @@ mod error;
 mod facts;
 pub mod launch;
 mod node;
+mod reporter;
 
 pub use apply::{ApplyContext, StepFailure, StepOutcome, apply_step, verify, written_paths};
 pub use error::ExecError;
 pub use facts::gather_facts;
 pub use node::{NodeSelection, connect};
+pub use reporter::{QuietReporter, Reporter};

@@ -97,6 +97,14 @@ impl NodePlan {
         summary
     }
 
+    /// The steps that cannot be applied as planned.
+    pub fn blocked(&self) -> Vec<&Step> {
+        self.steps
+            .iter()
+            .filter(|step| step.blocked.is_some())
+            .collect()
+    }
+
     /// `true` when every step is a no-op.
     pub fn is_converged(&self) -> bool {
         self.steps.iter().all(|step| step.action == Action::NoOp)

@@ -33,6 +33,9 @@ pub fn text(plan: &NodePlan) -> String {
             step.kind.to_string(),
             text_value(&step.reason)
         );
+        if let Some(blocked) = &step.blocked {
+            let _ = writeln!(out, "      ! blocked: {}", text_value(blocked));
+        }
         for operation in &step.operations {
             let description = operation.describe();
             let mut lines = description.lines();
@@ -77,6 +80,7 @@ pub fn json(plan: &NodePlan) -> serde_json::Value {
             "kind": step.kind,
             "action": step.action,
             "reason": step.reason,
+            "blocked": step.blocked,
             "commands": step.operations.iter().map(|operation| operation.describe()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "verify": plan.verify.as_ref().map(|verify| value!({

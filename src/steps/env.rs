@@ -208,6 +208,7 @@ pub fn plan(
         action,
         reason,
         operations,
+        blocked: None,
         verification: Some(Verification::EnvironmentVisible {
             python: python.to_path_buf(),
             variables: vars

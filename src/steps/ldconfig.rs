@@ -106,6 +106,7 @@ pub fn plan(ldconfig: &Ldconfig, manifest_name: &str, facts: &NodeFacts) -> Step
         action,
         reason,
         operations,
+        blocked: None,
         verification: Some(Verification::LibrariesResolve {
             sonames: ldconfig.expect.clone(),
             directories: ldconfig.paths.clone(),

@@ -224,4 +224,7 @@ pub struct Step {
     pub operations: Vec<Operation>,
     /// What proves it afterwards.
     pub verification: Option<Verification>,
+    /// Why the step cannot be applied as planned, e.g. a locked file without a
+    /// sha256; the plan shows it with `!` and `apply` refuses the node.
+    pub blocked: Option<String>,
 }

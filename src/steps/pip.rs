@@ -62,6 +62,7 @@ pub fn plan(
     let mut install: Vec<String> = Vec::new();
     let mut expected: Vec<(String, String)> = Vec::new();
     let mut keep: BTreeSet<&str> = TOOLING.iter().copied().collect();
+    let mut unhashed: Vec<PipError> = Vec::new();
     for package in &lock.packages {
         keep.insert(package.name.as_str());
         let LockedSource::Index {
@@ -77,10 +78,14 @@ pub fn plan(
         {
             continue;
         }
-        let sha256 = sha256.as_ref().ok_or_else(|| PipError::MissingHash {
-            package: package.name.clone(),
-            file: file.clone(),
-        })?;
+        let Some(sha256) = sha256.as_ref() else {
+            unhashed.push(PipError::MissingHash {
+                package: package.name.clone(),
+                file: file.clone(),
+            });
+            install.push(format!("{}=={}", package.name, package.version));
+            continue;
+        };
         if !index_urls.contains_key(index) {
             return Err(PipError::UnknownIndex {
                 package: package.name.clone(),
@@ -127,7 +132,7 @@ pub fn plan(
                     "--no-cache-dir",
                     "--index-url",
                 ])
-                .arg(index_urls.get(*index).cloned().unwrap_or_default())
+                .arg_url(index_urls.get(*index).cloned().unwrap_or_default())
                 .arg("-r")
                 .arg(file.display().to_string()),
         ));
@@ -168,11 +173,19 @@ pub fn plan(
             ),
         ),
     };
+    let blocked = (!unhashed.is_empty()).then(|| {
+        format!(
+            "{} locked file(s) have no sha256, so they cannot be installed with `--require-hashes`: {}; record them from their index (`upgrade index snapshot`)",
+            unhashed.len(),
+            unhashed.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+        )
+    });
     Ok(Step {
         kind: StepKind::PipPins,
         action,
         reason,
         operations,
+        blocked,
         verification: Some(Verification::PackagesMatch {
             python: python.to_path_buf(),
             expected,

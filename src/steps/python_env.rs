@@ -22,6 +22,7 @@ pub fn plan(target: &Target, facts: &NodeFacts) -> Option<Step> {
             action: Action::NoOp,
             reason: format!("`{python}` exists"),
             operations: Vec::new(),
+            blocked: None,
             verification: None,
         });
     }
@@ -38,6 +39,7 @@ pub fn plan(target: &Target, facts: &NodeFacts) -> Option<Step> {
                 .arg("venv")
                 .arg(prefix.display().to_string()),
         )],
+        blocked: None,
         verification: Some(Verification::PythonRuns {
             python: target.python.clone(),
         }),

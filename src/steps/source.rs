@@ -156,7 +156,7 @@ pub fn plan(
         operations.push(Operation::Run(
             NodeCommand::new("sh")
                 .arg("-c")
-                .arg(INSTALL_SCRIPT)
+                .script("source-install", INSTALL_SCRIPT)
                 .arg("source-install")
                 .arg(git.url.clone())
                 .arg(git.rev.clone())
@@ -173,6 +173,7 @@ pub fn plan(
         action,
         reason,
         operations,
+        blocked: None,
         verification: Some(Verification::SourceInstalled {
             python: python.to_path_buf(),
             package: package.to_string(),

@@ -110,11 +110,22 @@ pub fn plan(toolkit: &Toolkit, facts: &NodeFacts) -> Step {
     } else {
         operations(toolkit)
     };
+    // A toolkit without version.json was not laid out by a runfile (a distribution
+    // package, a container image): installing over it would mix two installations.
+    let foreign = installed.is_some_and(|found| {
+        action != Action::NoOp && found.version_source != Some(ToolkitVersionSource::VersionJson)
+    });
+    let blocked = foreign.then(|| {
+        format!(
+            "`{prefix}` holds a toolkit installed by other means; remove it or choose another `toolkit.prefix` rather than running the runfile over it"
+        )
+    });
     Step {
         kind: StepKind::Toolkit,
         action,
         reason,
         operations,
+        blocked,
         verification: Some(Verification::ToolkitVersion {
             prefix: toolkit.prefix.clone(),
             version: toolkit.version.clone(),

@@ -20,6 +20,14 @@ pub enum Arg {
     Quoted(String),
     /// A value that is quoted when rendered and shown as `***` everywhere else.
     Secret(String),
+    /// A shell script written by the tool, passed to `sh -c`: quoted when rendered,
+    /// shown by name (e.g. `<source-install script>`) so plans stay readable.
+    Script {
+        /// e.g. `source-install`.
+        name: &'static str,
+        /// The script's text.
+        body: &'static str,
+    },
 }
 
 impl fmt::Debug for Arg {
@@ -28,6 +36,7 @@ impl fmt::Debug for Arg {
             Self::Syntax(text) => write!(f, "Syntax({text:?})"),
             Self::Quoted(text) => write!(f, "Quoted({text:?})"),
             Self::Secret(_) => f.write_str("Secret(***)"),
+            Self::Script { name, .. } => write!(f, "Script({name})"),
         }
     }
 }
@@ -63,9 +72,27 @@ impl NodeCommand {
         self
     }
 
+    /// Add a URL: a secret when it carries credentials (`https://user:token@host/…`).
+    pub fn arg_url(self, url: impl Into<String>) -> Self {
+        let url = url.into();
+        let has_credentials = url::Url::parse(&url)
+            .is_ok_and(|parsed| !parsed.username().is_empty() || parsed.password().is_some());
+        if has_credentials {
+            self.secret(url)
+        } else {
+            self.arg(url)
+        }
+    }
+
     /// Add a secret argument: quoted when run, `***` when shown.
     pub fn secret(mut self, value: impl Into<String>) -> Self {
         self.args.push(Arg::Secret(value.into()));
+        self
+    }
+
+    /// Add a script written by the tool (for `sh -c`), shown by its name.
+    pub fn script(mut self, name: &'static str, body: &'static str) -> Self {
+        self.args.push(Arg::Script { name, body });
         self
     }
 
@@ -92,6 +119,7 @@ impl NodeCommand {
         self.join(|arg| match arg {
             Arg::Syntax(text) => (*text).to_string(),
             Arg::Quoted(value) | Arg::Secret(value) => shell::quote(value),
+            Arg::Script { body, .. } => shell::quote(body),
         })
     }
 
@@ -101,6 +129,7 @@ impl NodeCommand {
             Arg::Syntax(text) => (*text).to_string(),
             Arg::Quoted(value) => shell::quote(value),
             Arg::Secret(_) => "***".to_string(),
+            Arg::Script { name, .. } => format!("<{name} script>"),
         })
     }
 

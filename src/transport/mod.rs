@@ -201,7 +201,7 @@ impl Transport {
     ) -> Result<(), TransportError> {
         let command = NodeCommand::new("sh")
             .arg("-c")
-            .arg(UPLOAD_SCRIPT)
+            .script("atomic-upload", UPLOAD_SCRIPT)
             .arg("upload")
             .arg(path.display().to_string())
             .arg(format!("{mode:o}"));

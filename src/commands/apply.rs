@@ -1,0 +1,336 @@
+//! `upgrade apply MANIFEST|PLAN (--local | --host H)`: converge one node, then run the
+//! verification launch.
+//!
+//! Facts are gathered once; a no-op step costs no round trip. Each step with work is
+//! re-checked against fresh facts immediately before it runs (someone may have fixed
+//! it meanwhile), and the first failing step stops the node with its command, exit
+//! status and output tail. A saved plan is refused when the node's facts or the
+//! manifest changed since it was made.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::cli::{ApplyArgs, ApplyFormat};
+use crate::commands::converge::{self, Prepared, SavedPlan};
+use crate::commands::{CommandError, ExitStatus, node, runtime};
+use crate::exec::launch::{LaunchOutcome, LaunchSpec, launch};
+use crate::exec::{self, ApplyContext, StepOutcome, apply_step};
+use crate::plan::NodePlan;
+use crate::printer::Printer;
+use crate::report::text_value;
+use crate::resolve::Lock;
+use crate::steps::{Action, Step};
+use crate::transport::Transport;
+
+/// Where the verification launch records its pid on the node.
+const PID_FILE: &str = "/var/lib/cuda-upgrade/launch.pid";
+
+/// One step's result, for the report.
+#[derive(Debug, Serialize)]
+struct StepReport {
+    kind: String,
+    action: Action,
+    outcome: &'static str,
+    reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<String>,
+}
+
+/// The node's result.
+#[derive(Debug, Serialize)]
+struct NodeReport {
+    node: String,
+    ok: bool,
+    steps: Vec<StepReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verification: Option<LaunchOutcome>,
+    round_trips: u64,
+    seconds: f64,
+}
+
+fn is_saved_plan(path: &Path) -> bool {
+    fs_err::read_to_string(path).is_ok_and(|text| text.trim_start().starts_with('{'))
+}
+
+/// Converge the node.
+pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let saved: Option<SavedPlan> = if is_saved_plan(&args.target) {
+        let text = fs_err::read_to_string(&args.target).map_err(CommandError::Output)?;
+        Some(
+            serde_json::from_str(&text).map_err(|source| CommandError::PlanFile {
+                path: args.target.clone(),
+                message: source.to_string(),
+            })?,
+        )
+    } else {
+        None
+    };
+    let manifest_path: PathBuf = saved
+        .as_ref()
+        .map_or_else(|| args.target.clone(), |s| s.manifest_path.clone());
+    let prepared = converge::prepare(&manifest_path)?;
+    if let Some(saved) = &saved
+        && saved.manifest_sha256 != prepared.sha256
+    {
+        return Err(CommandError::StalePlan {
+            path: args.target.clone(),
+            reason: format!(
+                "`{}` changed since the plan was made",
+                manifest_path.display()
+            ),
+        });
+    }
+    let selection = node::selection(&args.node, &args.ssh);
+    let context = ApplyContext {
+        cache_dir: crate::settings::default_cache_dir()
+            .unwrap_or_else(|| PathBuf::from(".cache/cuda-upgrade"))
+            .join("downloads"),
+        secrets: prepared
+            .env
+            .iter()
+            .filter(|var| var.secret)
+            .map(|var| var.value.clone())
+            .collect(),
+    };
+    let started = Instant::now();
+    let report = runtime()?.block_on(async {
+        let transport = exec::connect(&selection).await?;
+        converge_node(
+            &transport,
+            &prepared,
+            saved.as_ref(),
+            args,
+            &context,
+            printer,
+        )
+        .await
+        .map(|mut report| {
+            report.round_trips = transport.round_trips();
+            report
+        })
+    })?;
+    let report = NodeReport {
+        seconds: started.elapsed().as_secs_f64(),
+        ..report
+    };
+    let ok = report.ok;
+    match args.format {
+        ApplyFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&report)
+                .map_err(|error| CommandError::Output(error.into()))?;
+            text.push('\n');
+            printer.out(&text).map_err(CommandError::Output)?;
+        }
+        ApplyFormat::Text => printer
+            .out(&render(&report))
+            .map_err(CommandError::Output)?,
+    }
+    Ok(if ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+async fn converge_node(
+    transport: &Transport,
+    prepared: &Prepared,
+    saved: Option<&SavedPlan>,
+    args: &ApplyArgs,
+    context: &ApplyContext,
+    printer: &mut Printer,
+) -> Result<NodeReport, CommandError> {
+    let node = transport.name().to_string();
+    let facts = converge::facts(transport, prepared).await?;
+    let lock: Lock = match saved {
+        Some(saved) => {
+            let digest = facts.digest()?.to_string();
+            if digest != saved.facts_digest {
+                return Err(CommandError::StalePlan {
+                    path: args.target.clone(),
+                    reason: format!(
+                        "the facts of `{node}` changed since the plan was made ({} → {digest})",
+                        saved.facts_digest
+                    ),
+                });
+            }
+            saved.lock.clone()
+        }
+        None => converge::lock(prepared, &facts, args.snapshot.as_deref())?,
+    };
+    let urls = converge::index_urls(&prepared.manifest)?;
+    let plan: NodePlan = converge::plan_for(prepared, &node, &facts, &lock, &urls)?;
+    if let Some(step) = plan.blocked().first() {
+        return Err(CommandError::Blocked {
+            node: node.clone(),
+            step: step.kind.to_string(),
+            reason: step.blocked.clone().unwrap_or_default(),
+        });
+    }
+    let mut steps = Vec::new();
+    for planned in &plan.steps {
+        if planned.action == Action::NoOp {
+            steps.push(step_report(planned, "no-op", None));
+            continue;
+        }
+        printer.progress(&format!("{node}: {} — {}", planned.kind, planned.reason));
+        // Re-check against fresh facts: the step may have been done meanwhile.
+        let fresh = converge::facts(transport, prepared).await?;
+        let replanned = converge::plan_for(prepared, &node, &fresh, &lock, &urls)?;
+        let step = replanned
+            .steps
+            .into_iter()
+            .find(|step| {
+                step.kind == planned.kind
+                    && step.reason.split('`').nth(1) == planned.reason.split('`').nth(1)
+            })
+            .unwrap_or_else(|| planned.clone());
+        if step.action == Action::NoOp {
+            steps.push(step_report(&step, "no-op", None));
+            continue;
+        }
+        match apply_step(transport, &step, context).await? {
+            StepOutcome::Unchanged => steps.push(step_report(&step, "no-op", None)),
+            StepOutcome::Applied => steps.push(step_report(&step, "applied", None)),
+            StepOutcome::Failed(failure) => {
+                steps.push(step_report(&step, "failed", Some(failure)));
+                return Ok(NodeReport {
+                    node,
+                    ok: false,
+                    steps,
+                    verification: None,
+                    round_trips: 0,
+                    seconds: 0.0,
+                });
+            }
+        }
+    }
+    printer.progress_done();
+    let verification = match (&plan.verify, args.no_verify) {
+        (Some(verify), false) => {
+            printer.progress(&format!(
+                "{node}: verification launch — waiting for {:?}",
+                verify.ready
+            ));
+            let spec = LaunchSpec {
+                verify: verify.clone(),
+                pid_file: PathBuf::from(PID_FILE),
+                python: prepared.manifest.target.python.clone(),
+            };
+            let outcome = launch(transport, &spec).await?;
+            printer.progress_done();
+            Some(outcome)
+        }
+        _ => None,
+    };
+    let ok = !matches!(
+        verification,
+        Some(LaunchOutcome::Failed { .. } | LaunchOutcome::Refused { .. })
+    );
+    Ok(NodeReport {
+        node,
+        ok,
+        steps,
+        verification,
+        round_trips: 0,
+        seconds: 0.0,
+    })
+}
+
+fn step_report(
+    step: &Step,
+    outcome: &'static str,
+    failure: Option<exec::StepFailure>,
+) -> StepReport {
+    StepReport {
+        kind: step.kind.to_string(),
+        action: step.action,
+        outcome,
+        reason: step.reason.clone(),
+        command: failure.as_ref().map(|f| f.operation.clone()),
+        status: failure.as_ref().and_then(|f| f.status),
+        output: failure.map(|f| f.detail),
+    }
+}
+
+fn render(report: &NodeReport) -> String {
+    let mut out = String::new();
+    for step in &report.steps {
+        let glyph = match step.outcome {
+            "no-op" => "no-op".to_string(),
+            _ => step.action.glyph().to_string(),
+        };
+        out.push_str(&format!(
+            "{}: {glyph:>5} {:<11} {} — {}\n",
+            text_value(&report.node),
+            step.kind,
+            step.outcome,
+            text_value(&step.reason)
+        ));
+        if let Some(command) = &step.command {
+            out.push_str(&format!("      command: {}\n", text_value(command)));
+            out.push_str(&format!(
+                "      exit status: {}\n",
+                step.status
+                    .map_or_else(|| "none".to_string(), |s| s.to_string())
+            ));
+        }
+        if let Some(output) = &step.output {
+            for line in output.lines() {
+                out.push_str(&format!("      | {}\n", text_value(line)));
+            }
+        }
+    }
+    match &report.verification {
+        Some(LaunchOutcome::Ready {
+            time_to_ready,
+            pid,
+            stopped,
+        }) => out.push_str(&format!(
+            "{}: verification: ready in {:.1}s (pid {pid}{})\n",
+            text_value(&report.node),
+            time_to_ready.as_secs_f64(),
+            if *stopped {
+                ", stopped"
+            } else {
+                ", left running"
+            }
+        )),
+        Some(LaunchOutcome::Refused { reason, .. }) => {
+            out.push_str(&format!(
+                "{}: verification refused: {}\n",
+                text_value(&report.node),
+                text_value(reason)
+            ));
+        }
+        Some(LaunchOutcome::Failed {
+            failure,
+            last_lines,
+            ..
+        }) => {
+            out.push_str(&format!(
+                "{}: verification failed: {}\n",
+                text_value(&report.node),
+                text_value(&format!("{failure:?}"))
+            ));
+            for line in last_lines {
+                out.push_str(&format!("      | {}\n", text_value(line)));
+            }
+        }
+        None => {}
+    }
+    out.push_str(&format!(
+        "{}: {} in {:.1}s, {} round trips\n",
+        text_value(&report.node),
+        if report.ok { "converged" } else { "FAILED" },
+        report.seconds,
+        report.round_trips
+    ));
+    out
+}
