@@ -235,7 +235,11 @@ def sweep_stale():
         if state_file.exists():
             with contextlib.suppress(OSError, ValueError):
                 owned = json.loads(state_file.read_text()).get("subnet") == data["subnet"]
-        if owned:
+        owner = data.get("owner")
+        if owned and owner and not same_process(owner):
+            log(f"sweeping testbed {data['dir']}: its owner process {owner['pid']} is gone")
+            teardown(Path(data["dir"]))
+        if owned and not (owner and not same_process(owner)):
             continue
         log(f"sweeping stale testbed subnet {data['subnet']} (was {data['dir']})")
         prefix = f"cutb{data['subnet']}"
@@ -248,12 +252,15 @@ def sweep_stale():
         terminate(pids)
         for name in ours:
             run(["ip", "netns", "del", name], check=False)
+        if not entry.exists():
+            continue
         links = run(["ip", "-o", "link", "show"], check=False).stdout.splitlines()
         for line in links:
             name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
             if name.startswith(prefix + "v") or name == prefix + "br":
                 run(["ip", "link", "del", name], check=False)
-        entry.unlink()
+        with contextlib.suppress(FileNotFoundError):
+            entry.unlink()
 
 
 # --- state
@@ -466,6 +473,7 @@ def cmd_up(args):
         "known_hosts": str(directory / "ssh" / "known_hosts"),
         "identity": str(directory / "ssh" / "id_ed25519"),
         "index_server": None,
+        "owner": process_record(args.owner_pid) if args.owner_pid else None,
         "nodes": [{"name": f"node{i}", "ip": f"10.200.{subnet}.{10 + i}", "netns": f"{prefix}n{i}",
                    "veth": f"{prefix}v{i}", "persona": personas[i],
                    "dir": str(directory / "nodes" / f"node{i}"), "sshd": None}
@@ -517,7 +525,7 @@ def bring_up(directory, state, templates):
     index_log.close()
     state["index_server"] = process_record(server.pid)
     save_state(directory, state)
-    registry_update(state["subnet"], processes=[state["index_server"]])
+    registry_update(state["subnet"], processes=[state["index_server"]], owner=state["owner"])
 
     def prepare(node):
         stack = PERSONAS["personas"][node["persona"]]["stack"]
@@ -652,13 +660,15 @@ def main(argv):
     default_fixtures = os.environ.get("TESTBED_FIXTURES", str(HERE / ".state" / "fixtures"))
     parser = argparse.ArgumentParser(prog="testbed", description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=default_dir, help="testbed state directory")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="verb", required=True)
     up = commands.add_parser("up", help="start N nodes")
     up.add_argument("count", type=int)
     up.add_argument("--persona", default="cuda12.8", help="persona of every node")
     up.add_argument("--personas", help="comma-separated persona per node (node0 first)")
     up.add_argument("--fixtures", default=default_fixtures, help="fixture build directory")
     up.add_argument("--json", action="store_true", help="print the state as JSON")
+    up.add_argument("--owner-pid", type=int,
+                    help="tear this testbed down at the next up/sweep once this process is gone")
     up.add_argument("--dir", default=argparse.SUPPRESS)
     down = commands.add_parser("down", help="stop everything this testbed started")
     down.add_argument("--sweep", action="store_true", help="clean up testbeds whose dir is gone")
@@ -684,7 +694,7 @@ def main(argv):
         raise TestbedError("the testbed needs root (network and mount namespaces)")
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "stage": cmd_stage,
                 "ssh": cmd_ssh}
-    handlers[args.command](args)
+    handlers[args.verb](args)
 
 
 if __name__ == "__main__":
