@@ -8,7 +8,9 @@
 #   node-init.sh NODE_DIR run COMMAND [ARGS...]
 #
 # NODE_DIR holds upper/<name> and work/<name> for each overlaid directory and,
-# for nodes, tmp/ (the node's /tmp) and hostname.
+# for nodes, tmp/ (the node's /tmp), hostname and, when the node's persona has
+# a software stack, template (the stack's directory: its upper/<name> become an
+# extra read-only layer between the host directory and the node's own layer).
 set -euo pipefail
 
 node_dir=$1
@@ -18,11 +20,20 @@ shift 2
 # name:mount point pairs; /root covers pyenv's interpreter and site-packages.
 overlays=(etc:/etc usr_local:/usr/local opt:/opt root:/root var:/var)
 
+template=""
+if [ -s "${node_dir}/template" ]; then
+    template=$(cat "${node_dir}/template")
+fi
+
 for pair in "${overlays[@]}"; do
     name=${pair%%:*}
     target=${pair#*:}
+    lower=${target}
+    if [ -n "${template}" ]; then
+        lower="${template}/upper/${name}:${target}"
+    fi
     mount -t overlay "testbed-${name}" \
-        -o "lowerdir=${target},upperdir=${node_dir}/upper/${name},workdir=${node_dir}/work/${name}" \
+        -o "lowerdir=${lower},upperdir=${node_dir}/upper/${name},workdir=${node_dir}/work/${name}" \
         "${target}"
 done
 

@@ -339,8 +339,8 @@ def prepare_node(state, node, template, client_pub):
     for name in OVERLAYS:
         (upper / name).mkdir(parents=True, exist_ok=True)
         (node_dir / "work" / name).mkdir(parents=True, exist_ok=True)
-        if template is not None:
-            run(["cp", "-a", f"{template}/upper/{name}/.", str(upper / name)])
+    # The persona's software stack is a shared read-only overlay layer.
+    write(node_dir / "template", f"{template}\n" if template is not None else "")
     tmp = node_dir / "tmp"
     tmp.mkdir(exist_ok=True)
     tmp.chmod(0o1777)
