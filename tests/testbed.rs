@@ -7,7 +7,8 @@
 
 mod common;
 
-use common::testbed::{Testbed, host_network_names, http_status, skip};
+use common::testbed::{Proxy, Testbed, host_network_names, http_status, skip};
+use std::time::{Duration, Instant};
 
 const VENV_PIP: &str = "/opt/ml-env/bin/pip";
 const VENV_PYTHON: &str = "/opt/ml-env/bin/python";
@@ -397,6 +398,86 @@ fn personas_nvidia_smi_and_staging() -> Result<(), String> {
         format!(
             "launch with SGLANG_DISABLE_CUDNN_CHECK=1\n{}",
             allowed.describe()
+        )
+    })
+}
+
+/// Sixteen nodes start well under a minute and all answer over ssh.
+#[test]
+fn sixteen_nodes_start_well_under_a_minute() -> Result<(), String> {
+    if skip("sixteen_nodes_start_well_under_a_minute") {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let testbed = Testbed::up(&["fresh"; 16])?;
+    let elapsed = started.elapsed();
+    require(elapsed < Duration::from_secs(30), || {
+        format!("startup took {elapsed:?}")
+    })?;
+    let names = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..16)
+            .map(|i| {
+                let testbed = &testbed;
+                scope.spawn(move || testbed.ssh_ok(&format!("node{i}"), "hostname"))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err("ssh thread panicked".to_owned()))
+            })
+            .collect::<Result<Vec<String>, String>>()
+    })?;
+    for (i, name) in names.iter().enumerate() {
+        require(name.trim() == format!("node{i}"), || {
+            format!("node{i} says {name:?}")
+        })?;
+    }
+    Ok(())
+}
+
+/// The proxy in front of a node's sshd drops a connection after N bytes or
+/// on SIGUSR1, and adds latency, while strict host-key checking still works.
+#[test]
+fn proxy_injects_faults_into_ssh() -> Result<(), String> {
+    if skip("proxy_injects_faults_into_ssh") {
+        return Ok(());
+    }
+    let testbed = Testbed::up(&["fresh"])?;
+    let target = format!("{}:22", testbed.node_ip("node0")?);
+
+    let slow = Proxy::start(&target, &["--latency-ms", "40"])?;
+    let started = Instant::now();
+    let echoed = testbed.ssh_via(&slow, "node0", "echo through")?;
+    require(echoed.success() && echoed.stdout == "through\n", || {
+        echoed.describe()
+    })?;
+    // An ssh session takes several round trips: each forwarded chunk waits 40 ms.
+    require(started.elapsed() >= Duration::from_millis(200), || {
+        format!("no latency: {:?}", started.elapsed())
+    })?;
+
+    let dropping = Proxy::start(&target, &["--drop-after-bytes", "3000"])?;
+    let dropped = testbed.ssh_via(&dropping, "node0", "echo never")?;
+    require(
+        dropped.status == Some(255) && !dropped.stdout.contains("never"),
+        || dropped.describe(),
+    )?;
+
+    let signalled = Proxy::start(&target, &[])?;
+    std::thread::scope(|scope| {
+        let session = scope.spawn(|| testbed.ssh_via(&signalled, "node0", "sleep 20; echo never"));
+        std::thread::sleep(Duration::from_millis(1500));
+        let sent = signalled.signal("USR1");
+        let cut = session
+            .join()
+            .unwrap_or_else(|_| Err("ssh thread panicked".to_owned()))?;
+        sent?;
+        require(
+            cut.status == Some(255) && !cut.stdout.contains("never"),
+            || cut.describe(),
         )
     })
 }

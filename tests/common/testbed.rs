@@ -50,11 +50,12 @@ pub fn skip_reason() -> Option<String> {
     None
 }
 
-/// Prints why a test is skipped and returns true when it must be.
+/// Prints why a test is skipped and returns true when it must be. Written to
+/// stderr directly, so that the test harness does not capture it.
 pub fn skip(test: &str) -> bool {
     match skip_reason() {
         Some(reason) => {
-            eprintln!("skipping {test}: {reason}");
+            let _ = writeln!(std::io::stderr(), "skipping {test}: {reason}");
             true
         }
         None => false,
@@ -280,6 +281,23 @@ impl Testbed {
         )
     }
 
+    /// Runs `script` on `node` through a loopback [`Proxy`] in front of its sshd,
+    /// keeping strict host-key checking (`HostKeyAlias`).
+    pub fn ssh_via(&self, proxy: &Proxy, node: &str, script: &str) -> Result<Run, String> {
+        command_output(
+            Command::new("ssh")
+                .arg("-F")
+                .arg(self.ssh_config()?)
+                .args(["-o", "HostName=127.0.0.1", "-o"])
+                .arg(format!("Port={}", proxy.port))
+                .arg("-o")
+                .arg(format!("HostKeyAlias={node}"))
+                .arg(node)
+                .arg("--")
+                .arg(script),
+        )
+    }
+
     /// Like [`Testbed::ssh`], but a non-zero exit is an error; returns stdout.
     pub fn ssh_ok(&self, node: &str, script: &str) -> Result<String, String> {
         let run = self.ssh(node, script)?;
@@ -372,4 +390,72 @@ pub fn host_network_names() -> Result<Vec<String>, String> {
         Some(name.split('@').next().unwrap_or(name).to_owned())
     }));
     Ok(names)
+}
+
+/// A running `tests/testbed/proxy.py`; killed on drop.
+pub struct Proxy {
+    child: std::process::Child,
+    /// The loopback port it listens on, e.g. `40123`.
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Proxy {
+    /// Starts a proxy to `target` (e.g. `10.200.1.10:22`) with extra flags,
+    /// e.g. `&["--drop-after-bytes", "3000"]`.
+    pub fn start(target: &str, flags: &[&str]) -> Result<Proxy, String> {
+        let dir = tempfile::tempdir()
+            .map_err(|error| format!("Failed to create a proxy directory: {error}"))?;
+        let port_file = dir.path().join("port");
+        let child = Command::new(testbed_scripts().join("proxy.py"))
+            .args([
+                "--target",
+                target,
+                "--lifetime",
+                "120",
+                "--quiet",
+                "--port-file",
+            ])
+            .arg(&port_file)
+            .args(flags)
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|error| format!("Failed to start the proxy: {error}"))?;
+        let mut proxy = Proxy {
+            child,
+            port: 0,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let text = std::fs::read_to_string(&port_file).unwrap_or_default();
+            if let Ok(port) = text.trim().parse() {
+                proxy.port = port;
+                return Ok(proxy);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("the proxy did not report its port within 10 s".to_owned())
+    }
+
+    /// Sends a signal by name to the proxy, e.g. `"USR1"` (drop every connection).
+    pub fn signal(&self, name: &str) -> Result<(), String> {
+        let run = command_output(
+            Command::new("kill")
+                .arg(format!("-{name}"))
+                .arg(self.child.id().to_string()),
+        )?;
+        if run.success() {
+            Ok(())
+        } else {
+            Err(format!("Failed to signal the proxy\n{}", run.describe()))
+        }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
