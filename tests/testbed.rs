@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::testbed::{Proxy, Testbed, host_network_names, http_status, skip};
+use common::testbed::{
+    IndexServer, Proxy, Testbed, build_fixtures, host_network_names, http_status, skip,
+};
+use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
 const VENV_PIP: &str = "/opt/ml-env/bin/pip";
@@ -479,5 +482,120 @@ fn proxy_injects_faults_into_ssh() -> Result<(), String> {
             cut.status == Some(255) && !cut.stdout.contains("never"),
             || cut.describe(),
         )
+    })
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The index server speaks PEP 503 HTML and PEP 691 JSON by content
+/// negotiation, serves PEP 658/714 metadata and hashes that match the files,
+/// and serves the runfiles' sha256. Needs no root: it runs on loopback.
+#[test]
+fn index_speaks_pep503_pep691_and_pep658() -> Result<(), String> {
+    let fixtures = build_fixtures()?;
+    let server = IndexServer::start()?;
+    let json_type = "application/vnd.pypi.simple.v1+json";
+    let pip_accept = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01";
+
+    let page = server.get("/cu130/simple/torch/", Some(pip_accept))?;
+    require(
+        page.status == 200 && page.header("content-type") == Some(json_type),
+        || format!("{page:?}"),
+    )?;
+    let project: serde_json::Value =
+        serde_json::from_slice(&page.body).map_err(|error| format!("bad JSON: {error}"))?;
+    require(
+        project
+            .pointer("/meta/api-version")
+            .and_then(|v| v.as_str())
+            == Some("1.1"),
+        || page.text(),
+    )?;
+    let wheel = "torch-2.10.0+cu130-cp311-cp311-manylinux_2_28_x86_64.whl";
+    let file = project
+        .get("files")
+        .and_then(|files| files.as_array())
+        .and_then(|files| {
+            files
+                .iter()
+                .find(|f| f.get("filename").and_then(|n| n.as_str()) == Some(wheel))
+        })
+        .ok_or_else(|| format!("no {wheel} in {}", page.text()))?;
+    let field = |pointer: &str| {
+        file.pointer(pointer)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| format!("no {pointer} in {file}"))
+    };
+    let (url, sha256, metadata_sha256) = (
+        field("/url")?,
+        field("/hashes/sha256")?,
+        field("/core-metadata/sha256")?,
+    );
+    require(
+        url == "../../files/torch-2.10.0%2Bcu130-cp311-cp311-manylinux_2_28_x86_64.whl",
+        || url.clone(),
+    )?;
+    let path = format!("/cu130/files/{}", url.trim_start_matches("../../files/"));
+    let body = server.get(&path, None)?;
+    require(
+        body.status == 200 && sha256_hex(&body.body) == sha256,
+        || format!("wheel hash mismatch for {path}"),
+    )?;
+    let metadata = server.get(&format!("{path}.metadata"), None)?;
+    let text = metadata.text();
+    require(
+        sha256_hex(&metadata.body) == metadata_sha256
+            && text.contains("Version: 2.10.0+cu130")
+            && text.contains("Requires-Dist: nvidia-cudnn-cu13==9.15.1.9"),
+        || format!("metadata:\n{text}"),
+    )?;
+
+    let html = server.get("/default/simple/torch/", Some("text/html"))?;
+    let text = html.text();
+    require(
+        html.header("content-type") == Some("text/html")
+            && text.contains("torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=")
+            && text.contains("data-core-metadata=\"sha256=")
+            && text.contains("data-dist-info-metadata=\"sha256=")
+            && !text.contains("+cu130"),
+        || format!("default torch page:\n{text}"),
+    )?;
+    let root = server.get("/default/simple/", Some(pip_accept))?;
+    require(
+        root.text().contains("{\"name\": \"flashinfer-python\"}"),
+        || root.text(),
+    )?;
+    let redirect = server.get("/default/simple/Flashinfer_Python/", None)?;
+    require(
+        redirect.status == 301
+            && redirect.header("location") == Some("/default/simple/flashinfer-python/"),
+        || format!("{redirect:?}"),
+    )?;
+    let refused = server.get("/default/simple/", Some("application/xml"))?;
+    require(refused.status == 406, || format!("{refused:?}"))?;
+
+    let runfile = fixtures
+        .get("runfiles")
+        .and_then(|entries| entries.as_array())
+        .and_then(|entries| entries.first())
+        .ok_or("fixtures.json has no runfile")?;
+    let name = runfile
+        .get("file")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
+    let expected = runfile
+        .get("sha256")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
+    let sidecar = server.get(&format!("/files/{name}.sha256"), None)?;
+    require(sidecar.text() == format!("{expected}  {name}\n"), || {
+        sidecar.text()
+    })?;
+    let payload = server.get(&format!("/files/{name}"), None)?;
+    require(sha256_hex(&payload.body) == expected, || {
+        format!("{name} hash mismatch")
     })
 }

@@ -356,22 +356,144 @@ impl Drop for Testbed {
 
 /// A plain HTTP/1.0 GET from the host, returning the status code, e.g. 200.
 pub fn http_status(host: &str, port: u16, path: &str) -> Result<u16, String> {
+    http_get(host, port, path, None).map(|response| response.status)
+}
+
+/// A response of [`http_get`].
+#[derive(Debug)]
+pub struct HttpResponse {
+    /// e.g. `200`
+    pub status: u16,
+    /// Header lines as sent, e.g. `Content-Type: text/html`.
+    pub headers: Vec<String>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// A header's value, by case-insensitive name, e.g. `content-type`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.trim().eq_ignore_ascii_case(name).then(|| value.trim())
+        })
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A plain HTTP/1.0 GET (std only), with an optional `Accept` header.
+pub fn http_get(
+    host: &str,
+    port: u16,
+    path: &str,
+    accept: Option<&str>,
+) -> Result<HttpResponse, String> {
     let mut stream = TcpStream::connect((host, port))
         .map_err(|error| format!("Failed to connect to {host}:{port}: {error}"))?;
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .map_err(|error| format!("Failed to set a timeout: {error}"))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n")
-        .map_err(|error| format!("Failed to send to {host}:{port}: {error}"))?;
-    let mut response = String::new();
+    let accept = accept
+        .map(|value| format!("Accept: {value}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {host}\r\n{accept}\r\n"
+    )
+    .map_err(|error| format!("Failed to send to {host}:{port}: {error}"))?;
+    let mut response = Vec::new();
     stream
-        .read_to_string(&mut response)
+        .read_to_end(&mut response)
         .map_err(|error| format!("Failed to read from {host}:{port}: {error}"))?;
-    response
-        .split_whitespace()
-        .nth(1)
+    let split = response
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .ok_or_else(|| format!("Failed to find the end of the headers from {host}:{port}"))?;
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
         .and_then(|code| code.parse().ok())
-        .ok_or_else(|| format!("Failed to parse the response of {host}:{port}: {response:?}"))
+        .ok_or_else(|| format!("Failed to parse the status line from {host}:{port}: {head:?}"))?;
+    Ok(HttpResponse {
+        status,
+        headers: lines.map(str::to_owned).collect(),
+        body: response[split + 4..].to_vec(),
+    })
+}
+
+/// Builds the fixtures into [`fixtures_dir`] (no root needed) and returns
+/// their `fixtures.json`.
+pub fn build_fixtures() -> Result<serde_json::Value, String> {
+    let run = command_output(
+        Command::new(testbed_scripts().join("testbed.py"))
+            .arg("fixtures")
+            .arg("--fixtures")
+            .arg(fixtures_dir()),
+    )?;
+    if !run.success() {
+        return Err(format!("Failed to build the fixtures\n{}", run.describe()));
+    }
+    let text = std::fs::read_to_string(fixtures_dir().join("fixtures.json"))
+        .map_err(|error| format!("Failed to read fixtures.json: {error}"))?;
+    serde_json::from_str(&text).map_err(|error| format!("Failed to parse fixtures.json: {error}"))
+}
+
+/// `tests/testbed/index_server.py` on loopback, without a testbed; killed on drop.
+pub struct IndexServer {
+    child: std::process::Child,
+    /// e.g. `40123`
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl IndexServer {
+    /// Serves [`fixtures_dir`] on `127.0.0.1` at a free port.
+    pub fn start() -> Result<IndexServer, String> {
+        let dir = tempfile::tempdir()
+            .map_err(|error| format!("Failed to create a directory: {error}"))?;
+        let port_file = dir.path().join("port");
+        let child = Command::new(testbed_scripts().join("index_server.py"))
+            .arg("--root")
+            .arg(fixtures_dir())
+            .args(["--bind", "127.0.0.1", "--port", "0", "--port-file"])
+            .arg(&port_file)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|error| format!("Failed to start the index server: {error}"))?;
+        let mut server = IndexServer {
+            child,
+            port: 0,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let text = std::fs::read_to_string(&port_file).unwrap_or_default();
+            if let Ok(port) = text.trim().parse() {
+                server.port = port;
+                return Ok(server);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("the index server did not report its port within 10 s".to_owned())
+    }
+
+    /// GET `path` from the server.
+    pub fn get(&self, path: &str, accept: Option<&str>) -> Result<HttpResponse, String> {
+        http_get("127.0.0.1", self.port, path, accept)
+    }
+}
+
+impl Drop for IndexServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Names of the host's network namespaces and links, for leak checks,

@@ -7,6 +7,7 @@
     testbed.py stage NODE busy [--gpus 0,1] [--mib 8710] [--pid 433] [--name python3]
     testbed.py stage NODE idle | cudnn-mismatch | cudnn-ok | driver VERSION
     testbed.py ssh NODE [COMMAND...]
+    testbed.py fixtures [--fixtures DIR]      (build only; no root needed)
 
 Each node is Debian's /usr/sbin/sshd running in its own network namespace
 (a veth on the testbed's bridge, address 10.200.<id>.<10+i>/24) and its own
@@ -40,6 +41,8 @@ NODE_FILES = HERE / "fixtures" / "node"
 PERSONAS = json.loads((HERE / "personas.json").read_text())
 REGISTRY = Path("/run/cuda-upgrade-testbed")
 NODE_PYTHON = os.environ.get("TESTBED_NODE_PYTHON", "/root/.pyenv/versions/3.11.7/bin/python3")
+# The fixtures need only some Python with its headers; nodes need NODE_PYTHON.
+BUILD_PYTHON = NODE_PYTHON if os.access(NODE_PYTHON, os.X_OK) else sys.executable
 OVERLAYS = ("etc", "usr_local", "opt", "root", "var")
 INDEX_PORT = 8080
 SUBNETS = range(1, 251)
@@ -161,7 +164,7 @@ def ensure_sshd():
 def ensure_fixtures(fixtures):
     fixtures.parent.mkdir(parents=True, exist_ok=True)
     with locked(fixtures.parent / (fixtures.name + ".lock")):
-        run([NODE_PYTHON, str(BUILD_FIXTURES), "--out", str(fixtures)])
+        run([BUILD_PYTHON, str(BUILD_FIXTURES), "--out", str(fixtures)])
     return json.loads((fixtures / "fixtures.json").read_text())
 
 
@@ -236,11 +239,13 @@ def sweep_stale():
             with contextlib.suppress(OSError, ValueError):
                 owned = json.loads(state_file.read_text()).get("subnet") == data["subnet"]
         owner = data.get("owner")
-        if owned and owner and not same_process(owner):
+        if owned:
+            if not owner or same_process(owner):
+                continue
             log(f"sweeping testbed {data['dir']}: its owner process {owner['pid']} is gone")
             teardown(Path(data["dir"]))
-        if owned and not (owner and not same_process(owner)):
-            continue
+            if not entry.exists():
+                continue
         log(f"sweeping stale testbed subnet {data['subnet']} (was {data['dir']})")
         prefix = f"cutb{data['subnet']}"
         namespaces = run(["ip", "netns", "list"], check=False).stdout.split()
@@ -441,6 +446,11 @@ def cmd_up(args):
         personas = personas * count
     if len(personas) != count:
         raise TestbedError(f"--personas lists {len(personas)} personas for {count} nodes")
+    for item in args.persona_per_node:
+        index, _, persona = item.partition("=")
+        if not index.isdigit() or int(index) >= count or not persona:
+            raise TestbedError(f"--persona-per-node wants I=PERSONA with I < {count}, got `{item}`")
+        personas[int(index)] = persona
     for persona in personas:
         if persona not in PERSONAS["personas"]:
             raise TestbedError(f"unknown persona `{persona}` (known: "
@@ -519,7 +529,7 @@ def bring_up(directory, state, templates):
     with contextlib.suppress(FileNotFoundError):
         port_file.unlink()
     server = subprocess.Popen(
-        [NODE_PYTHON, str(INDEX_SERVER), "--root", state["fixtures"], "--bind", state["host_ip"],
+        [BUILD_PYTHON, str(INDEX_SERVER), "--root", state["fixtures"], "--bind", state["host_ip"],
          "--port", str(INDEX_PORT), "--port-file", str(port_file)],
         stdin=subprocess.DEVNULL, stdout=index_log, stderr=subprocess.STDOUT, start_new_session=True)
     index_log.close()
@@ -650,6 +660,12 @@ def cmd_status(args):
     print(json.dumps(state, indent=1))
 
 
+def cmd_fixtures(args):
+    fixtures = Path(args.fixtures).resolve()
+    manifest = ensure_fixtures(fixtures)
+    print(json.dumps({"fixtures": str(fixtures), "runfiles": manifest["runfiles"]}, indent=1))
+
+
 def cmd_ssh(args):
     state = require_up(args)
     os.execvp("ssh", ["ssh", "-F", state["ssh_config"], args.node, *args.command])
@@ -665,6 +681,8 @@ def main(argv):
     up.add_argument("count", type=int)
     up.add_argument("--persona", default="cuda12.8", help="persona of every node")
     up.add_argument("--personas", help="comma-separated persona per node (node0 first)")
+    up.add_argument("--persona-per-node", action="append", default=[], metavar="I=PERSONA",
+                    help="persona of node I (repeatable), e.g. 2=old-driver")
     up.add_argument("--fixtures", default=default_fixtures, help="fixture build directory")
     up.add_argument("--json", action="store_true", help="print the state as JSON")
     up.add_argument("--owner-pid", type=int,
@@ -685,15 +703,18 @@ def main(argv):
     stage.add_argument("--pid", type=int, default=433)
     stage.add_argument("--name", default="python3")
     stage.add_argument("--dir", default=argparse.SUPPRESS)
+    fixtures = commands.add_parser("fixtures", help="build the fixtures (no root needed)")
+    fixtures.add_argument("--fixtures", default=default_fixtures, help="fixture build directory")
+    fixtures.add_argument("--dir", default=argparse.SUPPRESS)
     ssh = commands.add_parser("ssh", help="ssh into a node with the testbed's ssh_config")
     ssh.add_argument("node")
     ssh.add_argument("command", nargs=argparse.REMAINDER)
     ssh.add_argument("--dir", default=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if os.geteuid() != 0:
+    if args.verb != "fixtures" and os.geteuid() != 0:
         raise TestbedError("the testbed needs root (network and mount namespaces)")
     handlers = {"up": cmd_up, "down": cmd_down, "status": cmd_status, "stage": cmd_stage,
-                "ssh": cmd_ssh}
+                "ssh": cmd_ssh, "fixtures": cmd_fixtures}
     handlers[args.verb](args)
 
 
