@@ -458,7 +458,12 @@ def cmd_up(args):
     existing = load_state(directory)
     if existing and existing.get("status") == "up":
         raise TestbedError(f"a testbed is already up in {directory}; run down first")
+    if existing and existing.get("status") != "down":
+        log(f"cleaning up an interrupted start in {directory}")
+        teardown(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    # Nodes always start from their persona, never from a previous run's files.
+    shutil.rmtree(directory / "nodes", ignore_errors=True)
     ensure_sshd()
     fixtures = Path(args.fixtures).resolve()
     manifest = ensure_fixtures(fixtures)
