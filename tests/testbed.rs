@@ -144,7 +144,8 @@ fn launch_needs_the_ldconfig_entry_for_the_cuda_13_libs() -> Result<(), String> 
     let nvcc = testbed.ssh_ok(
         "node0",
         &format!(
-            "set -e; curl -fsS -o /tmp/{RUNFILE_13} {url}; \
+            "set -e; python3 -c 'import sys, urllib.request; urllib.request.urlretrieve(*sys.argv[1:])' \
+             {url} /tmp/{RUNFILE_13}; \
              echo '{sha256}  /tmp/{RUNFILE_13}' | sha256sum -c --quiet -; \
              sh /tmp/{RUNFILE_13} --silent --toolkit --installpath=/usr/local/cuda-13.0 --override; \
              /usr/local/cuda-13.0/bin/nvcc --version; \
