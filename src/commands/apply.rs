@@ -25,7 +25,7 @@ use crate::steps::{Action, Step};
 use crate::transport::Transport;
 
 /// Where the verification launch records its pid on the node.
-const PID_FILE: &str = "/var/lib/cuda-upgrade/launch.pid";
+const PID_FILE: &str = "/run/cuda-upgrade/launch.pid";
 
 /// One step's result, for the report.
 #[derive(Debug, Serialize)]

@@ -194,6 +194,7 @@ pub async fn verify(
             python,
             expected,
             absent,
+            pip_check,
         } => {
             let python = python.display().to_string();
             let list = NodeCommand::new(python.clone()).args([
@@ -240,23 +241,29 @@ pub async fn verify(
                     detail: problems.join("\n"),
                 }));
             }
-            let check = NodeCommand::new(python).args([
-                "-m",
-                "pip",
-                "check",
-                "--disable-pip-version-check",
-            ]);
-            let output = transport.run(&check, None).await?;
-            Ok((!output.success()).then(|| failure(check.display(), &output, secrets)))
+            if !pip_check {
+                return Ok(None);
+            }
+            pip_check_on(transport, &python, secrets).await
         }
-        Verification::SourceInstalled { python, package } => {
+        Verification::SourceInstalled {
+            python,
+            package,
+            pip_check,
+        } => {
             let record = format!("{}/{package}.json", crate::steps::source::RECORD_DIR);
             let command = NodeCommand::new(python.display().to_string())
                 .arg("-c")
                 .arg("import json, sys; print(json.load(open(sys.argv[1]))['commit'])")
                 .arg(record);
             let output = transport.run(&command, None).await?;
-            Ok((!output.success()).then(|| failure(command.display(), &output, secrets)))
+            if !output.success() {
+                return Ok(Some(failure(command.display(), &output, secrets)));
+            }
+            if !pip_check {
+                return Ok(None);
+            }
+            pip_check_on(transport, &python.display().to_string(), secrets).await
         }
         Verification::ToolkitVersion { prefix, version } => {
             let file = prefix.join("version.json");
@@ -309,6 +316,18 @@ pub async fn verify(
             }))
         }
     }
+}
+
+/// `pip check`: every installed package's requirements are met.
+async fn pip_check_on(
+    transport: &Transport,
+    python: &str,
+    secrets: &[&str],
+) -> Result<Option<StepFailure>, ExecError> {
+    let check =
+        NodeCommand::new(python).args(["-m", "pip", "check", "--disable-pip-version-check"]);
+    let output = transport.run(&check, None).await?;
+    Ok((!output.success()).then(|| failure(check.display(), &output, secrets)))
 }
 
 /// The file a step writes, for journals and the no-mutation checks.

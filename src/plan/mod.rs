@@ -149,6 +149,13 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         *facts
     };
     steps.push(steps::pip::plan(lock, python, package_facts, index_urls)?);
+    // Build requirements of source installs come from the first open index.
+    let build_index = manifest
+        .indexes
+        .iter()
+        .find(|index| !index.explicit)
+        .and_then(|index| index_urls.get(&index.name))
+        .map(String::as_str);
     for package in &manifest.packages {
         if let PackageOrigin::Git(git) = &package.origin {
             steps.push(steps::source::plan(
@@ -156,6 +163,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
                 git,
                 python,
                 manifest_dir,
+                build_index,
                 package_facts,
             )?);
         }

@@ -187,6 +187,9 @@ pub enum Verification {
         expected: Vec<(String, String)>,
         /// Names that must not be installed.
         absent: Vec<String>,
+        /// Also run `pip check` (off when source installs follow: the environment is
+        /// consistent only after them).
+        pip_check: bool,
     },
     /// A source install's record names this commit and these patches.
     SourceInstalled {
@@ -194,6 +197,8 @@ pub enum Verification {
         python: PathBuf,
         /// e.g. `sglang`.
         package: String,
+        /// Also run `pip check` (on the last source install).
+        pip_check: bool,
     },
     /// The toolkit's `version.json` names this version.
     ToolkitVersion {

@@ -190,6 +190,10 @@ pub fn plan(
             python: python.to_path_buf(),
             expected,
             absent: remove,
+            pip_check: !lock
+                .packages
+                .iter()
+                .any(|package| matches!(package.source, LockedSource::Git { .. })),
         }),
     })
 }

@@ -33,9 +33,10 @@ pub enum SourceError {
 }
 
 /// Fetch, check out, patch, install, record. Arguments: url rev checkout python
-/// subdirectory record package patch...
+/// subdirectory record package index-url patch... The build runs isolated, its build
+/// requirements from the index (empty: pip's own configuration on the node).
 const INSTALL_SCRIPT: &str = r#"set -eu
-url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; shift 7
+url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; index_url=$8; shift 8
 if [ -d "$checkout/.git" ]; then
     git -C "$checkout" remote set-url origin "$url"
     git -C "$checkout" fetch --quiet --tags --force origin
@@ -57,7 +58,7 @@ for patch in "$@"; do
     fi
 done
 commit=$(git -C "$checkout" rev-parse HEAD)
-"$python" -m pip install --no-deps --no-build-isolation --no-input --disable-pip-version-check --no-cache-dir -- "$checkout/$subdirectory"
+"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${index_url:+--index-url "$index_url"} -- "$checkout/$subdirectory"
 mkdir -p -- "$(dirname -- "$record")"
 "$python" - "$record" "$package" "$url" "$rev" "$commit" "$subdirectory" "$python" "$@" <<'PYTHON'
 import hashlib, json, os, sys
@@ -78,6 +79,7 @@ pub fn plan(
     git: &GitSource,
     python: &Path,
     manifest_dir: &Path,
+    build_index: Option<&str>,
     facts: &NodeFacts,
 ) -> Result<Step, SourceError> {
     let mut patches = Vec::new();
@@ -165,6 +167,7 @@ pub fn plan(
                 .arg(git.subdirectory.clone().unwrap_or_default())
                 .arg(format!("{RECORD_DIR}/{package}.json"))
                 .arg(package.to_string())
+                .arg_url(build_index.unwrap_or_default())
                 .args(staged),
         ));
     }
@@ -177,6 +180,7 @@ pub fn plan(
         verification: Some(Verification::SourceInstalled {
             python: python.to_path_buf(),
             package: package.to_string(),
+            pip_check: true,
         }),
     })
 }
