@@ -7,7 +7,8 @@ Inputs, all in this directory or ../shared/reference/:
 - `default-cp312.json`, `cu13-cp312.json`: the same releases' CPython 3.12 files and the
   CUDA 13 wheels torch+cu130 needs, recorded with `record.py`;
 - `transcribed.json`: the PyTorch cu130 and sgl-kernel cu130 releases, from documented
-  facts, each with its provenance.
+  facts, each with its provenance; a file there is a name or {"filename", "sha256"}, the
+  sha256 taken from public pins of that exact file (named in the provenance).
 
 Output: the `Snapshot` format (schema 1): index names, file names, sha256, never a URL.
 Usage: build_snapshot.py [OUTPUT]  (run from anywhere; Python standard library only)
@@ -43,8 +44,13 @@ def add(index, record, provenance=None):
         releases.append(release)
     files = record["files"] if "files" in record else [record["file"]]
     for file in files:
-        if all(existing["filename"] != file for existing in release["files"]):
-            release["files"].append({"filename": file, "sha256": record.get("sha256")})
+        # A file is a name (sharing the record's sha256, if any) or {"filename", "sha256"}.
+        if isinstance(file, dict):
+            filename, sha256 = file["filename"], file.get("sha256")
+        else:
+            filename, sha256 = file, record.get("sha256")
+        if all(existing["filename"] != filename for existing in release["files"]):
+            release["files"].append({"filename": filename, "sha256": sha256})
 
 
 def main():
