@@ -33,6 +33,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// Converge a node to a manifest (or a saved plan), then run the verification launch.
     Apply(ApplyArgs),
+    /// Run only the manifest's verification launch on a node: idle GPUs, detached start, log watched to ready or failure, health, stop.
+    Verify(VerifyArgs),
     /// Package indexes: record what resolving a manifest needs, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
@@ -144,6 +146,24 @@ pub struct ApplyArgs {
     /// Skip the verification launch.
     #[arg(long)]
     pub no_verify: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
+    pub format: ApplyFormat,
+}
+
+/// `upgrade verify MANIFEST (--local | --host H)`
+#[derive(Debug, Args)]
+#[group(id = "verify_node", required = true, multiple = false, args = ["local", "host"])]
+pub struct VerifyArgs {
+    /// The manifest whose `verify` section to run.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

@@ -25,7 +25,7 @@ use crate::steps::{Action, Step};
 use crate::transport::Transport;
 
 /// Where the verification launch records its pid on the node.
-const PID_FILE: &str = "/run/cuda-upgrade/launch.pid";
+pub(crate) const PID_FILE: &str = "/run/cuda-upgrade/launch.pid";
 
 /// One step's result, for the report.
 #[derive(Debug, Serialize)]
@@ -257,6 +257,22 @@ fn step_report(
         status: failure.as_ref().and_then(|f| f.status),
         output: failure.map(|f| f.detail),
     }
+}
+
+pub(crate) fn render_launch(node: &str, outcome: &LaunchOutcome) -> String {
+    let report = NodeReport {
+        node: node.to_string(),
+        ok: true,
+        steps: Vec::new(),
+        verification: Some(outcome.clone()),
+        round_trips: 0,
+        seconds: 0.0,
+    };
+    let text = render(&report);
+    text.lines()
+        .filter(|line| !line.contains(" round trips"))
+        .map(|line| format!("{line}\n"))
+        .collect()
 }
 
 fn render(report: &NodeReport) -> String {

@@ -12,6 +12,7 @@ mod node;
 mod plan;
 mod probe;
 mod validate;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -93,6 +94,12 @@ pub enum CommandError {
         /// What is wrong with it.
         message: String,
     },
+    /// The manifest has no `verify` section.
+    #[error("Failed to verify: `{}` has no `verify` section", path.display())]
+    NoVerify {
+        /// The manifest.
+        path: std::path::PathBuf,
+    },
     /// A step of the plan cannot be applied; nothing was changed.
     #[error("Refusing to apply on `{node}`: the `{step}` step is blocked: {reason}")]
     Blocked {
@@ -145,7 +152,8 @@ impl CommandError {
             | Self::Plan(_)
             | Self::PlanFile { .. }
             | Self::StalePlan { .. }
-            | Self::Blocked { .. } => ExitStatus::InvalidInput,
+            | Self::Blocked { .. }
+            | Self::NoVerify { .. } => ExitStatus::InvalidInput,
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Exec(_)
             | Self::Runtime(_)
@@ -175,5 +183,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Lock(args) => lock::run(&args, printer),
         Command::Plan(args) => plan::run(&args, printer),
         Command::Apply(args) => apply::run(&args, printer),
+        Command::Verify(args) => verify::run(&args, printer),
     }
 }

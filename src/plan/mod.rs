@@ -148,7 +148,10 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
     } else {
         *facts
     };
-    steps.push(steps::pip::plan(lock, python, package_facts, index_urls)?);
+    // A manifest without packages does not manage the environment's packages.
+    if !manifest.packages.is_empty() {
+        steps.push(steps::pip::plan(lock, python, package_facts, index_urls)?);
+    }
     // Build requirements of source installs come from the first open index.
     let build_index = manifest
         .indexes

@@ -1,0 +1,55 @@
+//! `upgrade verify MANIFEST (--local | --host H)`: the verification launch alone, e.g.
+//! after a reboot or a driver update, without touching the stack.
+
+use std::path::PathBuf;
+
+use crate::cli::{ApplyFormat, VerifyArgs};
+use crate::commands::apply::{PID_FILE, render_launch};
+use crate::commands::{CommandError, ExitStatus, node, runtime};
+use crate::exec::{self, launch::LaunchOutcome, launch::LaunchSpec};
+use crate::manifest;
+use crate::printer::Printer;
+
+/// Launch, watch, judge, stop.
+pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let manifest = manifest::load_file(&args.manifest)?;
+    let verify = manifest
+        .verify
+        .clone()
+        .ok_or_else(|| CommandError::NoVerify {
+            path: args.manifest.clone(),
+        })?;
+    let spec = LaunchSpec {
+        verify,
+        pid_file: PathBuf::from(PID_FILE),
+        python: manifest.target.python.clone(),
+    };
+    let selection = node::selection(&args.node, &args.ssh);
+    printer.progress(&format!(
+        "verification launch — waiting for {:?}",
+        spec.verify.ready
+    ));
+    let (node, outcome) = runtime()?.block_on(async {
+        let transport = exec::connect(&selection).await?;
+        let outcome = exec::launch::launch(&transport, &spec).await?;
+        Ok::<_, CommandError>((transport.name().to_string(), outcome))
+    })?;
+    printer.progress_done();
+    let text = match args.format {
+        ApplyFormat::Json => {
+            let mut text = serde_json::to_string_pretty(
+                &serde_json::json!({ "node": node, "verification": outcome }),
+            )
+            .map_err(|error| CommandError::Output(error.into()))?;
+            text.push('\n');
+            text
+        }
+        ApplyFormat::Text => render_launch(&node, &outcome),
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(if matches!(outcome, LaunchOutcome::Ready { .. }) {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
