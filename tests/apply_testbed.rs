@@ -287,6 +287,63 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
         overlay_files(&testbed, "node0"),
         "plan changed files"
     );
+
+    // A no-op apply makes one round trip for facts and none for its no-op steps.
+    let output = upgrade(
+        &testbed,
+        &[
+            "apply",
+            manifest.to_str().unwrap(),
+            "--host",
+            "node0",
+            "--ssh-config",
+            &ssh_config,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--no-verify",
+            "--format",
+            "json",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["round_trips"], 1, "{report:#}");
+
+    // A saved plan replays while the node is unchanged, and is refused once it changed.
+    let saved = work.join("plan.json");
+    let output = upgrade(
+        &testbed,
+        &[
+            "plan",
+            manifest.to_str().unwrap(),
+            "--host",
+            "node0",
+            "--ssh-config",
+            &ssh_config,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "-o",
+            saved.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let replay = |extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            saved.to_str().unwrap(),
+            "--host",
+            "node0",
+            "--ssh-config",
+            &ssh_config,
+        ];
+        args.extend_from_slice(extra);
+        upgrade(&testbed, &args)
+    };
+    let output = replay(&["--no-verify"]);
+    assert!(output.status.success(), "{}", text(&output));
+    testbed.stage("node0", &["driver", "580.95.05"]).unwrap();
+    let output = replay(&["--no-verify"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("Refusing plan"), "{}", text(&output));
 }
 
 /// See: issue 5 — without the env step the cuDNN check fails, without the ldconfig
@@ -296,7 +353,7 @@ fn the_seed_failures_surface_with_their_cause() {
     if skip("the_seed_failures_surface_with_their_cause") {
         return;
     }
-    let testbed = Testbed::up(&["cuda12.8", "cuda12.8", "cuda12.8"]).unwrap();
+    let testbed = Testbed::up(&["cuda12.8", "cuda12.8", "cuda12.8", "cuda12.8"]).unwrap();
     let work = work_dir("apply-failures");
     let repo = sglang_repository(&work);
     let without = |section: &'static str| {
@@ -356,5 +413,64 @@ fn the_seed_failures_surface_with_their_cause() {
             .unwrap()
             .contains("pid"),
         "{report:#}"
+    );
+
+    // node3: shell metacharacters, quotes, new lines and `$(…)` in every string field
+    // that reaches the node run nothing.
+    let hostile = |tag: &str| {
+        format!(
+            "x'\"; touch /tmp/pwned-{tag}; echo \"$(touch /tmp/pwned-{tag}-sub)`touch /tmp/pwned-{tag}-tick`\nnext"
+        )
+    };
+    let yaml = |value: String| serde_json::to_string(&value).unwrap();
+    let dir = work.join("hostile");
+    let manifest = overlay(&testbed, &dir, &repo, |text| {
+        text.replace(
+            "  NCCL_DEBUG: WARN\n",
+            &format!(
+                "  NCCL_DEBUG: WARN\n  HOSTILE: {}\n  HOSTILE_SECRET: {{ value: {}, secret: true }}\n",
+                yaml(hostile("env")),
+                yaml(hostile("secret"))
+            ),
+        )
+        .replace(
+            "ready: The server is fired up",
+            &format!("ready: {}", yaml(format!("The server is fired up{}", hostile("ready")))),
+        )
+        .replace("fail: [Traceback]", &format!("fail: [Traceback, {}]", yaml(hostile("fail"))))
+        // The ready pattern never appears: give up early.
+        .replace("timeout: 10m", "timeout: 15s")
+        .replace(
+            "    - /usr/local/cuda-13.0/targets/x86_64-linux/lib\n",
+            &format!(
+                "    - /usr/local/cuda-13.0/targets/x86_64-linux/lib\n    - {}\n",
+                yaml(format!("/opt/{}", hostile("ldpath")))
+            ),
+        )
+    });
+    let snap = snapshot(&testbed, &manifest);
+    let (output, _) = apply(&testbed, &manifest, &snap, "node3");
+    let shown = text(&output);
+    assert!(
+        !shown.contains("pwned-secret"),
+        "a secret value was shown: {shown}"
+    );
+    let canaries = testbed
+        .ssh_ok("node3", "ls /tmp | grep -c pwned || true")
+        .unwrap();
+    assert_eq!(
+        canaries.trim(),
+        "0",
+        "something was executed on the node: {shown}"
+    );
+    let host = Command::new("sh")
+        .arg("-c")
+        .arg("ls /tmp | grep -c pwned || true")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&host.stdout).trim(),
+        "0",
+        "something was executed on the host"
     );
 }

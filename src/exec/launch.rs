@@ -121,6 +121,15 @@ kill -15 "-$pid" 2>/dev/null || kill -15 "$pid" 2>/dev/null || true
 i=0
 while running && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 if running; then kill -9 "-$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true; fi
+# The driver may list the pid a little longer while it tears the GPU context down (seen
+# on an H200: `[No data]` for a killed server); wait for that too, bounded, so the next
+# launch's idle check does not trip over this one.
+if command -v nvidia-smi >/dev/null 2>&1; then
+    i=0
+    while [ "$i" -lt 150 ] && nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' ' | grep -qx -- "$pid"; do
+        sleep 0.1; i=$((i + 1))
+    done
+fi
 "#;
 
 /// Ask the GPUs who holds them.
