@@ -12,8 +12,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 /// Failed to parse a CUDA-domain value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CudaValueError {
@@ -295,21 +293,25 @@ impl fmt::Display for GpuArch {
     }
 }
 
+/// `Serialize` and `Deserialize` through `Display` and `FromStr`, for value types that
+/// are strings in JSON (`"13.0.1"`).
 macro_rules! serde_via_string {
     ($($ty:ty),*) => {$(
-        impl Serialize for $ty {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        impl ::serde::Serialize for $ty {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.collect_str(self)
             }
         }
-        impl<'de> Deserialize<'de> for $ty {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = String::deserialize(deserializer)?;
-                text.parse().map_err(serde::de::Error::custom)
+        impl<'de> ::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <String as ::serde::Deserialize>::deserialize(deserializer)?;
+                text.parse().map_err(::serde::de::Error::custom)
             }
         }
     )*};
 }
+pub(crate) use serde_via_string;
+
 serde_via_string!(CudaVersion, DriverVersion, GpuArch);
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::fmt;
 use std::hash::Hash;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use crate::cuda::serde_via_string;
 
 pub use crate::cuda::{CudaVersion, DriverVersion};
 
@@ -27,24 +27,6 @@ fn numeric_components(value: &str) -> Option<Vec<u32>> {
             }
         })
         .collect()
-}
-
-/// Implements `Serialize` and `Deserialize` through `Display` and `FromStr`.
-macro_rules! string_serde {
-    ($type:ty) => {
-        impl Serialize for $type {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_str(self)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $type {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = String::deserialize(deserializer)?;
-                text.parse().map_err(serde::de::Error::custom)
-            }
-        }
-    };
 }
 
 /// A GPU's compute capability, e.g. `9.0` for an H200 (its architecture is `sm_90`).
@@ -100,7 +82,7 @@ impl fmt::Display for ComputeCapability {
     }
 }
 
-string_serde!(ComputeCapability);
+serde_via_string!(ComputeCapability);
 
 /// The GNU C library's version, e.g. `2.39`, read from `glibc 2.39`
 /// (`os.confstr('CS_GNU_LIBC_VERSION')`). It bounds the `manylinux_2_N` wheel tags a
@@ -150,7 +132,7 @@ impl fmt::Display for GlibcVersion {
     }
 }
 
-string_serde!(GlibcVersion);
+serde_via_string!(GlibcVersion);
 
 #[cfg(test)]
 mod tests {

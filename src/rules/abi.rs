@@ -88,17 +88,7 @@ impl AbiRules {
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: AbiFile =
-            serde_yaml_ng::from_str(text).map_err(|source| RulesError::Parse {
-                file: file.to_string(),
-                source,
-            })?;
-        if parsed.schema != 1 {
-            return Err(RulesError::Invalid {
-                file: file.to_string(),
-                message: format!("unsupported schema `{}`", parsed.schema),
-            });
-        }
+        let parsed: AbiFile = super::file::parse(text, file)?;
         let mut pins = Vec::new();
         for entry in parsed.abi_pins {
             let requires =
@@ -160,5 +150,11 @@ mod tests {
             rules.lock_for(&cubin).unwrap().follows.to_string(),
             "flashinfer-python"
         );
+    }
+}
+
+impl super::file::RuleFile for AbiFile {
+    fn schema(&self) -> u32 {
+        self.schema
     }
 }

@@ -46,17 +46,7 @@ impl ArchTable {
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: ArchFile =
-            serde_yaml_ng::from_str(text).map_err(|source| RulesError::Parse {
-                file: file.to_string(),
-                source,
-            })?;
-        if parsed.schema != 1 {
-            return Err(RulesError::Invalid {
-                file: file.to_string(),
-                message: format!("unsupported schema `{}`", parsed.schema),
-            });
-        }
+        let parsed: ArchFile = super::file::parse(text, file)?;
         let mut rows = parsed.arch_support;
         rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
         Ok(Self { rows })
@@ -89,5 +79,11 @@ mod tests {
         let row = table.support_for(&"12.8".parse().unwrap()).unwrap();
         assert_eq!(row.oldest.to_string(), "sm_50");
         assert!(table.support_for(&"11.8".parse().unwrap()).is_none());
+    }
+}
+
+impl super::file::RuleFile for ArchFile {
+    fn schema(&self) -> u32 {
+        self.schema
     }
 }

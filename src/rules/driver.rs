@@ -52,17 +52,7 @@ impl DriverTable {
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: DriverFile =
-            serde_yaml_ng::from_str(text).map_err(|source| RulesError::Parse {
-                file: file.to_string(),
-                source,
-            })?;
-        if parsed.schema != 1 {
-            return Err(RulesError::Invalid {
-                file: file.to_string(),
-                message: format!("unsupported schema `{}`", parsed.schema),
-            });
-        }
+        let parsed: DriverFile = super::file::parse(text, file)?;
         let mut rows = parsed.driver_minimums;
         rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
         for pair in rows.windows(2) {
@@ -140,5 +130,11 @@ mod tests {
                 .iter()
                 .all(|row| row.source.starts_with("https://"))
         );
+    }
+}
+
+impl super::file::RuleFile for DriverFile {
+    fn schema(&self) -> u32 {
+        self.schema
     }
 }

@@ -10,6 +10,7 @@ mod abi;
 mod arch;
 mod driver;
 mod error;
+mod file;
 mod runtime;
 
 pub use abi::{ABI_PINS_FILE, AbiPin, AbiRules, VersionLock};

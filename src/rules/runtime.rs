@@ -109,17 +109,7 @@ impl RuntimeRules {
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: RuntimeFile =
-            serde_yaml_ng::from_str(text).map_err(|source| RulesError::Parse {
-                file: file.to_string(),
-                source,
-            })?;
-        if parsed.schema != 1 {
-            return Err(RulesError::Invalid {
-                file: file.to_string(),
-                message: format!("unsupported schema `{}`", parsed.schema),
-            });
-        }
+        let parsed: RuntimeFile = super::file::parse(text, file)?;
         for family in &parsed.families {
             if family.packages.matches('*').count() > 1 {
                 return Err(RulesError::Invalid {
@@ -265,5 +255,11 @@ mod tests {
         assert_eq!(rules_for("nvidia-nccl-cu13", "2.27.7"), ["==13.*"]);
         assert_eq!(rules_for("cuda-toolkit", "13.0.2"), ["==13.*"]);
         assert!(rules_for("nvidia-ml-py", "13.615.71").is_empty());
+    }
+}
+
+impl super::file::RuleFile for RuntimeFile {
+    fn schema(&self) -> u32 {
+        self.schema
     }
 }
