@@ -132,6 +132,12 @@ impl AbiRules {
     }
 }
 
+impl super::file::RuleFile for AbiFile {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,11 +156,5 @@ mod tests {
             rules.lock_for(&cubin).unwrap().follows.to_string(),
             "flashinfer-python"
         );
-    }
-}
-
-impl super::file::RuleFile for AbiFile {
-    fn schema(&self) -> u32 {
-        self.schema
     }
 }

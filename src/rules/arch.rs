@@ -66,6 +66,12 @@ impl ArchTable {
     }
 }
 
+impl super::file::RuleFile for ArchFile {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,11 +85,5 @@ mod tests {
         let row = table.support_for(&"12.8".parse().unwrap()).unwrap();
         assert_eq!(row.oldest.to_string(), "sm_50");
         assert!(table.support_for(&"11.8".parse().unwrap()).is_none());
-    }
-}
-
-impl super::file::RuleFile for ArchFile {
-    fn schema(&self) -> u32 {
-        self.schema
     }
 }

@@ -89,6 +89,12 @@ impl DriverTable {
     }
 }
 
+impl super::file::RuleFile for DriverFile {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,11 +136,5 @@ mod tests {
                 .iter()
                 .all(|row| row.source.starts_with("https://"))
         );
-    }
-}
-
-impl super::file::RuleFile for DriverFile {
-    fn schema(&self) -> u32 {
-        self.schema
     }
 }

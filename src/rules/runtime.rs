@@ -228,6 +228,12 @@ mod optional_specifiers_text {
     }
 }
 
+impl super::file::RuleFile for RuntimeFile {
+    fn schema(&self) -> u32 {
+        self.schema
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::str::FromStr;
@@ -255,11 +261,5 @@ mod tests {
         assert_eq!(rules_for("nvidia-nccl-cu13", "2.27.7"), ["==13.*"]);
         assert_eq!(rules_for("cuda-toolkit", "13.0.2"), ["==13.*"]);
         assert!(rules_for("nvidia-ml-py", "13.615.71").is_empty());
-    }
-}
-
-impl super::file::RuleFile for RuntimeFile {
-    fn schema(&self) -> u32 {
-        self.schema
     }
 }
