@@ -135,6 +135,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
     steps.push(env_step);
     if let Some(toolkit) = &manifest.toolkit {
         steps.push(steps::toolkit::plan(toolkit, facts));
+        steps.extend(steps::toolkit::removals(toolkit, facts));
     }
     // A new environment has nothing installed, whatever the old facts said.
     let empty;

@@ -132,3 +132,93 @@ pub fn plan(toolkit: &Toolkit, facts: &NodeFacts) -> Step {
         }),
     }
 }
+
+/// With `keep_existing: false`, one `-` step per other toolkit under `/usr/local`
+/// (the default `/usr/local/cuda` link is left for the installer to repoint).
+pub fn removals(toolkit: &Toolkit, facts: &NodeFacts) -> Vec<Step> {
+    if toolkit.keep_existing {
+        return Vec::new();
+    }
+    facts
+        .toolkits
+        .installed
+        .iter()
+        .filter(|found| found.prefix != toolkit.prefix && !found.aliases.contains(&toolkit.prefix))
+        .filter(|found| {
+            found.prefix.starts_with("/usr/local")
+                && found
+                    .prefix
+                    .file_name()
+                    .is_some_and(|name| name.to_string_lossy().starts_with("cuda-"))
+        })
+        .map(|found| {
+            let prefix = found.prefix.display().to_string();
+            let version = found
+                .version
+                .as_ref()
+                .map_or_else(|| "an unknown version".to_string(), |v| format!("CUDA {v}"));
+            Step {
+                kind: StepKind::Toolkit,
+                action: Action::Remove,
+                reason: format!(
+                    "`{prefix}` holds {version}, and the manifest does not keep other toolkits"
+                ),
+                operations: vec![Operation::Run(
+                    NodeCommand::new("rm").arg("-rf").arg("--").arg(prefix),
+                )],
+                blocked: None,
+                verification: None,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn h200() -> NodeFacts {
+        NodeFacts::read(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/facts/h200.facts.json"),
+        )
+        .unwrap()
+    }
+
+    fn toolkit(prefix: &str, keep_existing: bool) -> Toolkit {
+        Toolkit {
+            version: "13.0.1".parse().unwrap(),
+            prefix: PathBuf::from(prefix),
+            installer: InstallerKind::Runfile,
+            source: Some(crate::manifest::Source {
+                url: "https://example.invalid/cuda_13.0.1_580.82.07_linux.run".into(),
+                sha256: "0".repeat(64).parse().unwrap(),
+            }),
+            package: None,
+            keep_existing,
+            provenance: None,
+        }
+    }
+
+    #[test]
+    fn a_toolkit_installed_by_other_means_blocks_the_runfile() {
+        let step = plan(&toolkit("/usr/local/cuda-13.0", true), &h200());
+        assert_eq!(step.action, Action::Change);
+        assert!(step.blocked.is_some(), "{step:?}");
+    }
+
+    #[test]
+    fn a_new_prefix_is_created_and_others_are_kept_or_removed() {
+        let step = plan(&toolkit("/usr/local/cuda-13.0.1", true), &h200());
+        assert_eq!(step.action, Action::Create);
+        assert!(step.blocked.is_none());
+        assert!(removals(&toolkit("/usr/local/cuda-13.0.1", true), &h200()).is_empty());
+        let removed = removals(&toolkit("/usr/local/cuda-13.0.1", false), &h200());
+        assert_eq!(removed.len(), 1);
+        assert_eq!(removed[0].action, Action::Remove);
+        assert_eq!(
+            removed[0].operations[0].describe(),
+            "rm -rf -- /usr/local/cuda-13.0"
+        );
+    }
+}
