@@ -214,7 +214,10 @@ def allocate_subnet(directory):
             entry = REGISTRY / f"net-{subnet}.json"
             if entry.exists() or subnet in taken:
                 continue
-            write(entry, json.dumps({"dir": str(directory), "subnet": subnet}) + "\n")
+            # The creating `up` is recorded so that a concurrent `up` does not take this
+            # entry for a stale one before its testbed.json exists.
+            record = {"dir": str(directory), "subnet": subnet, "creator": process_record(os.getpid())}
+            write(entry, json.dumps(record) + "\n")
             return subnet
     raise TestbedError("no free testbed subnet in 10.200.1-250.0/24")
 
@@ -239,6 +242,8 @@ def sweep_stale():
             with contextlib.suppress(OSError, ValueError):
                 owned = json.loads(state_file.read_text()).get("subnet") == data["subnet"]
         owner = data.get("owner")
+        if not owned and same_process(data.get("creator")):
+            continue  # still being brought up by a live `up`
         if owned:
             if not owner or same_process(owner):
                 continue
