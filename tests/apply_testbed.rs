@@ -24,7 +24,7 @@ use common::testbed::{Testbed, skip};
 
 const RUNFILE_13: &str = "cuda_13.0.1_580.82.07_linux.run";
 
-/// A git repository holding the fixture SGLang at tag `v0.5.9`, somewhere the nodes
+/// A git repository holding the fixture SGLang at tag `v0.5.9`, on the controller
 /// see (their `/tmp` is private).
 fn sglang_repository(root: &Path) -> PathBuf {
     let repo = root.join("sglang");
@@ -65,8 +65,23 @@ fn sglang_repository(root: &Path) -> PathBuf {
     repo
 }
 
+/// Where nodes find the fixture repository: copied into each node's own `/opt` (an
+/// overlay), since the controller's paths may lie under `/tmp`, which nodes do not share.
+const NODE_REPOSITORY: &str = "/opt/fixtures/sglang";
+
+/// Copy the repository to `node` over ssh (tar through the connection).
+fn install_repository(testbed: &Testbed, repo: &Path, node: &str) {
+    let ssh_config = testbed.ssh_config().unwrap();
+    let script = format!(
+        "tar -C {} -cf - . | ssh -F {ssh_config} {node} 'rm -rf {NODE_REPOSITORY} && mkdir -p {NODE_REPOSITORY} && tar -xf - -C {NODE_REPOSITORY}'",
+        repo.display()
+    );
+    let status = Command::new("sh").arg("-c").arg(&script).status().unwrap();
+    assert!(status.success(), "{script}");
+}
+
 /// The seed manifest with the testbed's runfile, indexes, repository and log path.
-fn overlay(testbed: &Testbed, dir: &Path, repo: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+fn overlay(testbed: &Testbed, dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
     let seed = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/sglang-0.5.9-cu130.yaml"),
     )
@@ -81,7 +96,7 @@ fn overlay(testbed: &Testbed, dir: &Path, repo: &Path, edit: impl Fn(String) -> 
         .replace("4c7ac59d1f41d67be27d140a4622801738ad71088570a0facfd6ec878a4c4100", &runfile_sha)
         .replace("https://download.pytorch.org/whl/cu130", &cu130)
         .replace("https://docs.sglang.ai/whl/cu130/", &cu130)
-        .replace("https://github.com/sgl-project/sglang", &format!("file://{}", repo.display()))
+        .replace("https://github.com/sgl-project/sglang", &format!("file://{NODE_REPOSITORY}"))
         .replace("patches/sglang-0.5.9-flashinfer-0.6.4.patch", "patches/flashinfer-0.6.4.patch")
         .replace("python_version: \"3.12\"", "python_version: \"3.11\"")
         // The node's /tmp is private: the log stays out of the overlays compared below.
@@ -215,7 +230,8 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     let testbed = Testbed::up(&["cuda12.8"]).unwrap();
     let work = work_dir("apply-converge");
     let repo = sglang_repository(&work);
-    let manifest = overlay(&testbed, &work, &repo, |text| text);
+    install_repository(&testbed, &repo, "node0");
+    let manifest = overlay(&testbed, &work, |text| text);
     let snapshot = snapshot(&testbed, &manifest);
 
     let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
@@ -356,6 +372,9 @@ fn the_seed_failures_surface_with_their_cause() {
     let testbed = Testbed::up(&["cuda12.8", "cuda12.8", "cuda12.8", "cuda12.8"]).unwrap();
     let work = work_dir("apply-failures");
     let repo = sglang_repository(&work);
+    for node in ["node0", "node1", "node2", "node3"] {
+        install_repository(&testbed, &repo, node);
+    }
     let without = |section: &'static str| {
         move |text: String| {
             let start = text.find(&format!("\n{section}:\n")).unwrap() + 1;
@@ -371,7 +390,7 @@ fn the_seed_failures_surface_with_their_cause() {
     // node0: staged with a cuDNN mismatch, and no env section.
     testbed.stage("node0", &["cudnn-mismatch"]).unwrap();
     let dir = work.join("no-env");
-    let manifest = overlay(&testbed, &dir, &repo, without("env"));
+    let manifest = overlay(&testbed, &dir, without("env"));
     let snap = snapshot(&testbed, &manifest);
     let (output, report) = apply(&testbed, &manifest, &snap, "node0");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
@@ -384,7 +403,7 @@ fn the_seed_failures_surface_with_their_cause() {
 
     // node1: no ldconfig section.
     let dir = work.join("no-ldconfig");
-    let manifest = overlay(&testbed, &dir, &repo, without("ldconfig"));
+    let manifest = overlay(&testbed, &dir, without("ldconfig"));
     let snap = snapshot(&testbed, &manifest);
     let (output, report) = apply(&testbed, &manifest, &snap, "node1");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
@@ -398,7 +417,7 @@ fn the_seed_failures_surface_with_their_cause() {
     // node2: a process holds the GPUs.
     testbed.stage("node2", &["busy"]).unwrap();
     let dir = work.join("busy");
-    let manifest = overlay(&testbed, &dir, &repo, |text| text);
+    let manifest = overlay(&testbed, &dir, |text| text);
     let snap = snapshot(&testbed, &manifest);
     let (output, report) = apply(&testbed, &manifest, &snap, "node2");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
@@ -424,7 +443,7 @@ fn the_seed_failures_surface_with_their_cause() {
     };
     let yaml = |value: String| serde_json::to_string(&value).unwrap();
     let dir = work.join("hostile");
-    let manifest = overlay(&testbed, &dir, &repo, |text| {
+    let manifest = overlay(&testbed, &dir, |text| {
         text.replace(
             "  NCCL_DEBUG: WARN\n",
             &format!(
