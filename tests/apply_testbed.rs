@@ -24,8 +24,7 @@ use common::testbed::{Testbed, skip};
 
 const RUNFILE_13: &str = "cuda_13.0.1_580.82.07_linux.run";
 
-/// A git repository holding the fixture SGLang at tag `v0.5.9`, on the controller
-/// see (their `/tmp` is private).
+/// A git repository holding the fixture SGLang at tag `v0.5.9`, on the controller.
 fn sglang_repository(root: &Path) -> PathBuf {
     let repo = root.join("sglang");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sglang-source/python");
