@@ -186,10 +186,7 @@ async fn converge_node(
         let step = replanned
             .steps
             .into_iter()
-            .find(|step| {
-                step.kind == planned.kind
-                    && step.reason.split('`').nth(1) == planned.reason.split('`').nth(1)
-            })
+            .find(|step| step.kind == planned.kind && step.subject == planned.subject)
             .unwrap_or_else(|| planned.clone());
         if step.action == Action::NoOp {
             steps.push(step_report(&step, "no-op", None));

@@ -78,6 +78,7 @@ pub fn json(plan: &NodePlan) -> serde_json::Value {
         "converged": plan.is_converged(),
         "steps": plan.steps.iter().map(|step| value!({
             "kind": step.kind,
+            "subject": step.subject,
             "action": step.action,
             "reason": step.reason,
             "blocked": step.blocked,

@@ -205,6 +205,7 @@ pub fn plan(
     };
     Step {
         kind: StepKind::EnvInjection,
+        subject: shown.clone(),
         action,
         reason,
         operations,

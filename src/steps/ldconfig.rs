@@ -103,6 +103,7 @@ pub fn plan(ldconfig: &Ldconfig, manifest_name: &str, facts: &NodeFacts) -> Step
     };
     Step {
         kind: StepKind::Ldconfig,
+        subject: file.clone(),
         action,
         reason,
         operations,

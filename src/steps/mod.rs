@@ -221,6 +221,9 @@ pub enum Verification {
 pub struct Step {
     /// What kind of step.
     pub kind: StepKind,
+    /// What it is about, unique among the node's steps of its kind, e.g. the toolkit
+    /// prefix `/usr/local/cuda-13.0` or the package `sglang`.
+    pub subject: String,
     /// What it will do.
     pub action: Action,
     /// Why, in words, e.g. ``/etc/ld.so.conf.d/cuda-13-0.conf` is missing`.

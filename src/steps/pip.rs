@@ -182,6 +182,7 @@ pub fn plan(
     });
     Ok(Step {
         kind: StepKind::PipPins,
+        subject: python_text.clone(),
         action,
         reason,
         operations,

@@ -19,6 +19,7 @@ pub fn plan(target: &Target, facts: &NodeFacts) -> Option<Step> {
     if present {
         return Some(Step {
             kind: StepKind::PythonEnv,
+            subject: python.clone(),
             action: Action::NoOp,
             reason: format!("`{python}` exists"),
             operations: Vec::new(),
@@ -31,6 +32,7 @@ pub fn plan(target: &Target, facts: &NodeFacts) -> Option<Step> {
     let prefix = target.python.parent().and_then(Path::parent)?;
     Some(Step {
         kind: StepKind::PythonEnv,
+        subject: python.clone(),
         action: Action::Create,
         reason: format!("`{python}` does not exist"),
         operations: vec![Operation::Run(

@@ -173,6 +173,7 @@ pub fn plan(
     }
     Ok(Step {
         kind: StepKind::SourceInstall,
+        subject: package.to_string(),
         action,
         reason,
         operations,

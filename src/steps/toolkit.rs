@@ -122,6 +122,7 @@ pub fn plan(toolkit: &Toolkit, facts: &NodeFacts) -> Step {
     });
     Step {
         kind: StepKind::Toolkit,
+        subject: prefix.clone(),
         action,
         reason,
         operations,
@@ -159,6 +160,7 @@ pub fn removals(toolkit: &Toolkit, facts: &NodeFacts) -> Vec<Step> {
                 .map_or_else(|| "an unknown version".to_string(), |v| format!("CUDA {v}"));
             Step {
                 kind: StepKind::Toolkit,
+                subject: prefix.clone(),
                 action: Action::Remove,
                 reason: format!(
                     "`{prefix}` holds {version}, and the manifest does not keep other toolkits"
