@@ -323,6 +323,37 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["round_trips"], 1, "{report:#}");
 
+    // Host keys: strict by default, so an unknown node is refused; recorded on request.
+    let known_hosts = work.join("known_hosts");
+    std::fs::write(&known_hosts, "").unwrap();
+    let probe = |extra: &[&str]| {
+        let mut args = vec![
+            "probe",
+            "--host",
+            "node0",
+            "--ssh-config",
+            &ssh_config,
+            "--known-hosts",
+            known_hosts.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        upgrade(&testbed, &args)
+    };
+    let refused = probe(&[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("Failed to connect to `node0`"),
+        "{}",
+        text(&refused)
+    );
+    let accepted = probe(&["--accept-new-host-keys"]);
+    assert!(accepted.status.success(), "{}", text(&accepted));
+    assert!(
+        std::fs::read_to_string(&known_hosts)
+            .unwrap()
+            .contains("ssh-ed25519")
+    );
+
     // A saved plan replays while the node is unchanged, and is refused once it changed.
     let saved = work.join("plan.json");
     let output = upgrade(
