@@ -2,7 +2,9 @@
 //! over repeated launches through the local transport (p50 and p99), and how many
 //! round trips a verification launch takes.
 //!
-//! `cargo bench --bench launch_latency -- [LAUNCHES]` (default 50).
+//! `cargo bench --bench launch_latency -- [LAUNCHES] [--host HOST --ssh-config FILE]`
+//! (default 50 launches, local transport; with `--host`, over SSH, e.g. to a testbed
+//! node, whose clock is this machine's).
 #![expect(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -15,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cuda_upgrade::exec::launch::{LaunchOutcome, LaunchSpec, launch, stop};
 use cuda_upgrade::manifest::Verify;
-use cuda_upgrade::transport::{LocalTransport, Transport};
+use cuda_upgrade::transport::{LocalTransport, NodeCommand, SshOptions, SshTransport, Transport};
 
 /// Prints the ready line with the wall-clock time it was written, then idles.
 const SERVER: &str = r#"
@@ -27,18 +29,47 @@ time.sleep(600)
 "#;
 
 fn main() {
-    let launches: usize = std::env::args()
-        .nth(1)
-        .and_then(|arg| arg.parse().ok())
-        .unwrap_or(50);
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("server.py");
-    std::fs::write(&script, SERVER).unwrap();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| arg != "--bench")
+        .collect();
+    let launches: usize = args.first().and_then(|arg| arg.parse().ok()).unwrap_or(50);
+    let flag = |name: &str| {
+        args.iter()
+            .position(|arg| arg == name)
+            .and_then(|at| args.get(at + 1))
+            .cloned()
+    };
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let transport = Transport::Local(LocalTransport::new());
+    let transport = match flag("--host") {
+        Some(host) => {
+            let options = SshOptions {
+                config_file: flag("--ssh-config").map(PathBuf::from),
+                ..SshOptions::default()
+            };
+            Transport::Ssh(
+                runtime
+                    .block_on(SshTransport::connect(&host, &options))
+                    .unwrap(),
+            )
+        }
+        None => Transport::Local(LocalTransport::new()),
+    };
+    // Files live on the node, in its own /tmp (a testbed node's is private).
+    let local_dir = tempfile::tempdir().unwrap();
+    let dir = if matches!(transport, Transport::Local(_)) {
+        local_dir.path().to_path_buf()
+    } else {
+        PathBuf::from("/tmp/cuda-upgrade-bench")
+    };
+    let script = dir.join("server.py");
+    runtime
+        .block_on(transport.upload(SERVER.as_bytes(), &script, 0o644))
+        .unwrap();
+    println!("transport: {}", transport.name());
     let mut latencies = Vec::with_capacity(launches);
     for run in 0..launches {
-        let log = dir.path().join(format!("server-{run}.log"));
+        let log = dir.join(format!("server-{run}.log"));
         let spec = LaunchSpec {
             verify: Verify {
                 launch: vec!["python3".into(), script.display().to_string()],
@@ -51,7 +82,7 @@ fn main() {
                 health: None,
                 keep_running: true,
             },
-            pid_file: dir.path().join("server.pid"),
+            pid_file: dir.join("server.pid"),
             python: PathBuf::from("python3"),
         };
         let before = transport.round_trips();
@@ -65,7 +96,11 @@ fn main() {
         };
         let trips = transport.round_trips() - before;
         runtime.block_on(stop(&transport, pid)).unwrap();
-        let text = std::fs::read_to_string(&log).unwrap();
+        let read = NodeCommand::new("cat").arg(log.display().to_string());
+        let text = runtime
+            .block_on(transport.run(&read, None))
+            .unwrap()
+            .stdout_text();
         let written: u128 = text
             .split("written_ns=")
             .nth(1)
