@@ -54,23 +54,26 @@ struct NodeReport {
     seconds: f64,
 }
 
-fn is_saved_plan(path: &Path) -> bool {
-    fs_err::read_to_string(path).is_ok_and(|text| text.trim_start().starts_with('{'))
+/// A saved plan (JSON) when the file is one; `None` for a manifest.
+fn read_saved_plan(path: &Path) -> Result<Option<SavedPlan>, CommandError> {
+    let Ok(text) = fs_err::read_to_string(path) else {
+        // Not readable here: the manifest loader reports it with its own error.
+        return Ok(None);
+    };
+    if !text.trim_start().starts_with('{') {
+        return Ok(None);
+    }
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|source| CommandError::PlanFile {
+            path: path.to_path_buf(),
+            message: source.to_string(),
+        })
 }
 
 /// Converge the node.
 pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let saved: Option<SavedPlan> = if is_saved_plan(&args.target) {
-        let text = fs_err::read_to_string(&args.target).map_err(CommandError::Output)?;
-        Some(
-            serde_json::from_str(&text).map_err(|source| CommandError::PlanFile {
-                path: args.target.clone(),
-                message: source.to_string(),
-            })?,
-        )
-    } else {
-        None
-    };
+    let saved = read_saved_plan(&args.target)?;
     let manifest_path: PathBuf = saved
         .as_ref()
         .map_or_else(|| args.target.clone(), |s| s.manifest_path.clone());
@@ -256,20 +259,47 @@ fn step_report(
     }
 }
 
+/// The verification outcome as text lines, e.g. `node0: verification: ready in 2.0s …`.
 pub(crate) fn render_launch(node: &str, outcome: &LaunchOutcome) -> String {
-    let report = NodeReport {
-        node: node.to_string(),
-        ok: true,
-        steps: Vec::new(),
-        verification: Some(outcome.clone()),
-        round_trips: 0,
-        seconds: 0.0,
-    };
-    let text = render(&report);
-    text.lines()
-        .filter(|line| !line.contains(" round trips"))
-        .map(|line| format!("{line}\n"))
-        .collect()
+    let mut out = String::new();
+    match outcome {
+        LaunchOutcome::Ready {
+            time_to_ready,
+            pid,
+            stopped,
+        } => out.push_str(&format!(
+            "{}: verification: ready in {:.1}s (pid {pid}{})\n",
+            text_value(node),
+            time_to_ready.as_secs_f64(),
+            if *stopped {
+                ", stopped"
+            } else {
+                ", left running"
+            }
+        )),
+        LaunchOutcome::Refused { reason, .. } => {
+            out.push_str(&format!(
+                "{}: verification refused: {}\n",
+                text_value(node),
+                text_value(reason)
+            ));
+        }
+        LaunchOutcome::Failed {
+            failure,
+            last_lines,
+            ..
+        } => {
+            out.push_str(&format!(
+                "{}: verification failed: {}\n",
+                text_value(node),
+                text_value(&format!("{failure:?}"))
+            ));
+            for line in last_lines {
+                out.push_str(&format!("      | {}\n", text_value(line)));
+            }
+        }
+    }
+    out
 }
 
 fn render(report: &NodeReport) -> String {
@@ -300,43 +330,8 @@ fn render(report: &NodeReport) -> String {
             }
         }
     }
-    match &report.verification {
-        Some(LaunchOutcome::Ready {
-            time_to_ready,
-            pid,
-            stopped,
-        }) => out.push_str(&format!(
-            "{}: verification: ready in {:.1}s (pid {pid}{})\n",
-            text_value(&report.node),
-            time_to_ready.as_secs_f64(),
-            if *stopped {
-                ", stopped"
-            } else {
-                ", left running"
-            }
-        )),
-        Some(LaunchOutcome::Refused { reason, .. }) => {
-            out.push_str(&format!(
-                "{}: verification refused: {}\n",
-                text_value(&report.node),
-                text_value(reason)
-            ));
-        }
-        Some(LaunchOutcome::Failed {
-            failure,
-            last_lines,
-            ..
-        }) => {
-            out.push_str(&format!(
-                "{}: verification failed: {}\n",
-                text_value(&report.node),
-                text_value(&format!("{failure:?}"))
-            ));
-            for line in last_lines {
-                out.push_str(&format!("      | {}\n", text_value(line)));
-            }
-        }
-        None => {}
+    if let Some(outcome) = &report.verification {
+        out.push_str(&render_launch(&report.node, outcome));
     }
     out.push_str(&format!(
         "{}: {} in {:.1}s, {} round trips\n",

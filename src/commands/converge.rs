@@ -60,14 +60,15 @@ pub struct Prepared {
 
 /// Load a manifest and resolve its `from_env` values.
 pub fn prepare(path: &Path) -> Result<Prepared, CommandError> {
-    let text = fs_err::read(path).map_err(|source| manifest::ManifestError::Read {
+    let text = fs_err::read_to_string(path).map_err(|source| manifest::ManifestError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let manifest = manifest::load_file(path)?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let manifest = manifest::load_str(&text, &path.display().to_string(), Some(&base))?;
     let env = resolve(&manifest.env, env::var).map_err(CommandError::Env)?;
     Ok(Prepared {
-        sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&text)),
+        sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes())),
         manifest,
         path: path.to_path_buf(),
         env,

@@ -181,19 +181,11 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
             .and_then(Path::parent)
             .map(|prefix| prefix.join("lib/sitecustomize.py"))
             .unwrap_or_default();
-        let env_facts = if fresh_env {
-            // The environment's interpreter does not exist yet: the block goes where
-            // its base interpreter imports sitecustomize from, or into the new
-            // environment's site-packages.
-            package_facts
-        } else {
-            *facts
-        };
         steps.push(steps::env::plan(
             env,
             &manifest.name,
             python,
-            env_facts,
+            facts,
             fallback,
         ));
     }
