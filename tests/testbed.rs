@@ -406,6 +406,61 @@ fn personas_nvidia_smi_and_staging() -> Result<(), String> {
     })
 }
 
+/// `ubuntu` and `fresh` are shaped like the real H200 nodes: the interpreter's
+/// `sitecustomize.py` is Debian's/Ubuntu's symlink into `/etc/python3.11/`
+/// (root-owned, 0644); `ubuntu` has CUDA 13.0 in `/usr/local/cuda-13.0` without
+/// `version.json`, `/usr/local/cuda` through update-alternatives listed first by
+/// `000_cuda.conf`, torch 2.10.0+cu130 in `/opt/torch/.venv` and one H200.
+#[test]
+fn ubuntu_and_fresh_personas_look_like_real_nodes() -> Result<(), String> {
+    if skip("ubuntu_and_fresh_personas_look_like_real_nodes") {
+        return Ok(());
+    }
+    let testbed = Testbed::up(&["ubuntu", "fresh"])?;
+    let link = "/root/.pyenv/versions/3.11.7/lib/python3.11/sitecustomize.py";
+    let sitecustomize = format!(
+        "stat -c '%F %U %a' {link} /etc/python3.11/sitecustomize.py; readlink {link}; \
+         python3 -c 'import sitecustomize; print(sitecustomize.__file__)'; \
+         head -n 1 /etc/python3.11/sitecustomize.py"
+    );
+    let expected = format!(
+        "symbolic link root 777\nregular file root 644\n/etc/python3.11/sitecustomize.py\n{link}\n\
+         # install the apport exception handler if available\n"
+    );
+    for node in ["node0", "node1"] {
+        let out = testbed.ssh_ok(node, &sitecustomize)?;
+        require(out == expected, || format!("{node} sitecustomize:\n{out}"))?;
+    }
+    testbed.ssh_ok(
+        "node1",
+        "test ! -e /usr/local/cuda && test ! -e /usr/local/cuda-13.0 && test ! -e /opt/torch",
+    )?;
+    let ubuntu = testbed.ssh_ok(
+        "node0",
+        "readlink /usr/local/cuda /etc/alternatives/cuda /usr/local/cuda-13; \
+         test ! -e /usr/local/cuda-13.0/version.json && echo no-version.json; \
+         /usr/local/cuda/bin/nvcc --version | tail -n 2; \
+         head -n 1 /etc/ld.so.conf.d/000_cuda.conf; \
+         ldconfig -p | grep 'libnvrtc.so.13 '; \
+         /opt/torch/.venv/bin/python -c 'import torch; print(torch.__version__, torch.version.cuda)'; \
+         nvidia-smi --query-gpu=name,driver_version --format=csv,noheader",
+    )?;
+    for line in [
+        "/etc/alternatives/cuda",
+        "/usr/local/cuda-13.0",
+        "/etc/alternatives/cuda-13",
+        "no-version.json",
+        "Cuda compilation tools, release 13.0, V13.0.88",
+        "/usr/local/cuda/targets/x86_64-linux/lib",
+        "libnvrtc.so.13 (libc6,x86-64) => /usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13",
+        "2.10.0+cu130 13.0",
+        "NVIDIA H200, 580.159.04",
+    ] {
+        require_line(&ubuntu, line)?;
+    }
+    Ok(())
+}
+
 /// Sixteen nodes start well under a minute and all answer over ssh.
 #[test]
 fn sixteen_nodes_start_well_under_a_minute() -> Result<(), String> {
