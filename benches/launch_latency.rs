@@ -17,7 +17,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cuda_upgrade::exec::launch::{LaunchOutcome, LaunchSpec, launch, stop};
 use cuda_upgrade::manifest::Verify;
-use cuda_upgrade::transport::{LocalTransport, NodeCommand, SshOptions, SshTransport, Transport};
+use cuda_upgrade::transport::{
+    LocalTransport, NodeCommand, SshOptions, SshTransport, Stdin, Transport, WriteSpec,
+};
 
 /// Prints the ready line with the wall-clock time it was written, then idles.
 const SERVER: &str = r#"
@@ -64,7 +66,10 @@ fn main() {
     };
     let script = dir.join("server.py");
     runtime
-        .block_on(transport.upload(SERVER.as_bytes(), &script, 0o644))
+        .block_on(transport.write_file(
+            Stdin::Bytes(SERVER.as_bytes()),
+            &WriteSpec::new(&script, 0o644),
+        ))
         .unwrap();
     println!("transport: {}", transport.name());
     let mut latencies = Vec::with_capacity(launches);
@@ -84,6 +89,7 @@ fn main() {
             },
             pid_file: dir.join("server.pid"),
             python: PathBuf::from("python3"),
+            secrets: Vec::new(),
         };
         let before = transport.round_trips();
         let outcome = runtime.block_on(launch(&transport, &spec)).unwrap();

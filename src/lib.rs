@@ -10,6 +10,7 @@ pub mod cuda;
 pub mod exec;
 pub mod facts;
 pub mod index;
+pub mod managed_block;
 pub mod manifest;
 pub mod plan;
 pub mod printer;

@@ -63,6 +63,7 @@ fn spec(dir: &Path, mode: &str, port: u16, timeout: Duration) -> LaunchSpec {
         },
         pid_file: dir.join("run/server.pid"),
         python: PathBuf::from("python3"),
+        secrets: Vec::new(),
     }
 }
 

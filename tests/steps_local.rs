@@ -1,20 +1,26 @@
-//! Steps applied for real through the local transport, on a throw-away virtual
-//! environment: plan from probed facts, apply, verify, then plan again and find nothing
-//! to do.
+//! Steps and the one file-write primitive applied for real through the local transport,
+//! in temporary directories: a Debian-style symlinked `sitecustomize.py` stays a link to
+//! a file of the same owner and mode, secret values land only in a root-only file, bytes
+//! outside the managed block are kept exactly, and every refusal writes nothing.
+//!
+//! See: issue 8 ("Real nodes, first time").
 #![expect(
     clippy::unwrap_used,
     reason = "a test fails loudly at the first surprise"
 )]
 
-use std::path::Path;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cuda_upgrade::exec::{ApplyContext, StepOutcome, apply_step, gather_facts};
+use cuda_upgrade::exec::{ApplyContext, ExecError, StepOutcome, apply_step, gather_facts};
 use cuda_upgrade::facts::ProbeRequest;
-use cuda_upgrade::steps::{Action, env};
-use cuda_upgrade::transport::{LocalTransport, Transport};
+use cuda_upgrade::steps::{Action, Operation, Placement, Step, StepKind, env};
+use cuda_upgrade::transport::{
+    Expected, FileContent, LocalTransport, Stdin, Transport, TransportError, WriteSpec,
+};
 
-fn venv(dir: &Path) -> std::path::PathBuf {
+fn venv(dir: &Path) -> PathBuf {
     let status = Command::new("python3")
         .args(["-m", "venv", "--without-pip"])
         .arg(dir.join("venv"))
@@ -24,12 +30,58 @@ fn venv(dir: &Path) -> std::path::PathBuf {
     dir.join("venv/bin/python3")
 }
 
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout.trim_ascii() == b"0")
+}
+
+fn context(dir: &Path, secrets: Vec<String>) -> ApplyContext {
+    ApplyContext {
+        cache_dir: dir.join("cache"),
+        before_images: Some(dir.join("before-images")),
+        secrets,
+    }
+}
+
+fn spec(dir: &Path, path: &Path) -> WriteSpec {
+    WriteSpec {
+        before_images: Some(dir.join("before-images")),
+        ..WriteSpec::new(path, 0o644)
+    }
+}
+
+/// The environment's `sitecustomize.py` is a symlink into an `etc` directory, as
+/// Debian's `/usr/lib/python3.X/sitecustomize.py` → `/etc/python3.X/sitecustomize.py`.
 #[tokio::test]
-async fn env_block_is_injected_visible_and_then_a_no_op() {
+async fn env_block_through_a_symlink_keeps_the_link_and_mode_and_no_secret_in_it() {
     let dir = tempfile::tempdir().unwrap();
     let python = venv(dir.path());
     let transport = Transport::Local(LocalTransport::new());
-    let request = ProbeRequest::new(&python, Vec::new());
+    let mut request = ProbeRequest::new(&python, Vec::new());
+    request.secrets_dir = Some(dir.path().join("secrets"));
+    let site_packages = gather_facts(&transport, &request)
+        .await
+        .unwrap()
+        .python
+        .unwrap()
+        .site_packages[0]
+        .clone();
+    let etc = dir.path().join("etc/python3");
+    std::fs::create_dir_all(&etc).unwrap();
+    let real = etc.join("sitecustomize.py");
+    let apport = "# install the apport exception handler if available\ntry:\n    import apport_python_hook\nexcept ImportError:\n    pass\n";
+    std::fs::write(&real, apport).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let link = site_packages.join("sitecustomize.py");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+
+    let secret = "hf_'$(touch pwned)'\"x";
     let vars = vec![
         env::ResolvedVar {
             name: "CUDA_HOME".into(),
@@ -38,39 +90,227 @@ async fn env_block_is_injected_visible_and_then_a_no_op() {
         },
         env::ResolvedVar {
             name: "HF_TOKEN".into(),
-            value: "hf_'$(touch pwned)'".into(),
+            value: secret.into(),
             secret: true,
         },
     ];
-    let fallback = dir.path().join("unused-sitecustomize.py");
 
     let facts = gather_facts(&transport, &request).await.unwrap();
-    let step = env::plan(&vars, "test", &python, &facts, fallback.clone());
-    assert_ne!(step.action, Action::NoOp, "{}", step.reason);
-    let shown: Vec<String> = step
-        .operations
-        .iter()
-        .map(|operation| operation.describe())
-        .collect();
-    assert!(
-        !shown.join("\n").contains("hf_"),
-        "a secret reached the plan: {shown:?}"
+    let site = facts.sitecustomize.as_ref().unwrap();
+    assert_eq!(site.origin.as_deref(), Some(link.as_path()));
+    assert_eq!(
+        site.real_path.as_deref(),
+        Some(real.canonicalize().unwrap().as_path())
     );
+    assert_eq!(site.mode, Some(0o644));
+    let step = env::plan(&vars, "test", &python, &facts);
+    assert_eq!(step.action, Action::Change, "{}", step.reason);
+    let shown: String = step.operations.iter().map(Operation::describe).collect();
+    assert!(!shown.contains("hf_"), "a secret reached the plan: {shown}");
+    assert!(step.reason.contains("secret values go to"), "{}", step.reason);
 
-    let context = ApplyContext {
-        cache_dir: dir.path().join("cache"),
-        secrets: vec!["hf_'$(touch pwned)'".to_string()],
-    };
+    let context = context(dir.path(), vec![secret.to_string()]);
     let outcome = apply_step(&transport, &step, &context).await.unwrap();
     assert_eq!(outcome, StepOutcome::Applied);
     assert!(!Path::new("pwned").exists() && !dir.path().join("pwned").exists());
 
+    // The link is still a link, to a file of the same mode, with the block but no secret.
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read_link(&link).unwrap(), real);
+    assert_eq!(mode(&real), 0o644);
+    let text = std::fs::read_to_string(&real).unwrap();
+    assert!(text.starts_with(apport), "{text}");
+    assert!(text.contains("CUDA_HOME") && !text.contains("hf_"), "{text}");
+    // The secret lives in a 0600 file in a 0700 directory.
+    let secrets_dir = dir.path().join("secrets");
+    assert_eq!(mode(&secrets_dir), 0o700);
+    let files: Vec<PathBuf> = std::fs::read_dir(&secrets_dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(mode(&files[0]), 0o600);
+    assert!(std::fs::read_to_string(&files[0]).unwrap().contains("hf_"));
+    // The previous content was kept.
+    assert_eq!(mode(&dir.path().join("before-images")), 0o700);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("before-images"))
+            .unwrap()
+            .count(),
+        1
+    );
+
     let again = gather_facts(&transport, &request).await.unwrap();
-    let step = env::plan(&vars, "test", &python, &again, fallback);
+    let step = env::plan(&vars, "test", &python, &again);
     assert_eq!(step.action, Action::NoOp, "{}", step.reason);
-    assert!(step.operations.is_empty());
     assert_eq!(
         apply_step(&transport, &step, &context).await.unwrap(),
         StepOutcome::Unchanged
     );
+}
+
+/// Owner, group, mode and every byte outside the block survive; a failed read or a
+/// malformed block writes nothing.
+#[tokio::test]
+async fn block_rewrite_keeps_bytes_owner_and_mode_and_refuses_malformed_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let transport = Transport::Local(LocalTransport::new());
+    let file = dir.path().join("conf.py");
+    let original: &[u8] = b"# caf\xe9 latin-1\r\nx = 1\n\xff\xfe";
+    std::fs::write(&file, original).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&file, Some(1), Some(2)).unwrap();
+    }
+    let owner = std::fs::metadata(&file).unwrap();
+    let step = |path: &Path| Step {
+        kind: StepKind::EnvInjection,
+        subject: "test".into(),
+        action: Action::Change,
+        reason: "test".into(),
+        operations: vec![Operation::ReplaceBlock {
+            path: path.to_path_buf(),
+            marker: "m".into(),
+            block: "y = 2\n".into(),
+        }],
+        verification: None,
+        blocked: None,
+    };
+    let context = context(dir.path(), Vec::new());
+    assert_eq!(
+        apply_step(&transport, &step(&file), &context)
+            .await
+            .unwrap(),
+        StepOutcome::Applied
+    );
+    let written = std::fs::read(&file).unwrap();
+    assert_eq!(&written[..original.len()], original);
+    assert_eq!(&written[original.len()..], b"\n# >>> m >>>\ny = 2\n# <<< m <<<\n");
+    let after = std::fs::metadata(&file).unwrap();
+    assert_eq!(mode(&file), 0o640);
+    assert_eq!((after.uid(), after.gid()), (owner.uid(), owner.gid()));
+
+    // A begin marker without its end: refused with the line, the file untouched.
+    let broken = dir.path().join("broken.py");
+    let text = b"a = 1\n# >>> m >>>\nkept = True\n";
+    std::fs::write(&broken, text).unwrap();
+    let error = apply_step(&transport, &step(&broken), &context)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ExecError::MalformedBlock { source, .. } if source.line() == 2),
+        "{error:?}"
+    );
+    assert_eq!(std::fs::read(&broken).unwrap(), text);
+
+    // A path that cannot be read as a file is an error, never an empty file.
+    let directory = dir.path().join("a-directory");
+    std::fs::create_dir(&directory).unwrap();
+    let error = apply_step(&transport, &step(&directory), &context)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ExecError::Transport(TransportError::ReadFile { .. })),
+        "{error:?}"
+    );
+    assert!(directory.is_dir());
+}
+
+/// The primitive's own refusals: a file changed since it was read, a private directory
+/// that others may write to or that another user owns.
+#[tokio::test]
+async fn writes_refuse_changed_files_and_unsafe_private_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let transport = Transport::Local(LocalTransport::new());
+    let file = dir.path().join("f");
+    std::fs::write(&file, "old").unwrap();
+    assert_eq!(
+        transport.read_file(&file).await.unwrap(),
+        FileContent::Present(b"old".to_vec())
+    );
+    assert_eq!(
+        transport
+            .read_file(&dir.path().join("missing"))
+            .await
+            .unwrap(),
+        FileContent::Absent
+    );
+    let stale = WriteSpec {
+        expected: Expected::Sha256("0".repeat(64)),
+        ..spec(dir.path(), &file)
+    };
+    let error = transport
+        .write_file(Stdin::Bytes(b"new"), &stale)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("Failed to write"), "{error}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"old");
+
+    // A staging directory others may write to is refused, and nothing lands in it.
+    let staging = dir.path().join("staging");
+    std::fs::create_dir(&staging).unwrap();
+    std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let staged = staging.join("runfile.run");
+    let private = Placement::Staged { mode: 0o700 }.spec(&staged);
+    let error = transport
+        .write_file(
+            Stdin::Bytes(b"#!/bin/sh\n"),
+            &WriteSpec {
+                before_images: None,
+                ..private.clone()
+            },
+        )
+        .await
+        .unwrap_err();
+    let TransportError::WriteFile { message, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert!(message.contains("lets other users write"), "{message}");
+    assert!(!staged.exists());
+    if is_root() {
+        // Owned by another user (nobody): refused even at 0700.
+        std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&staging, Some(65534), Some(65534)).unwrap();
+        let error = transport
+            .write_file(
+                Stdin::Bytes(b"#!/bin/sh\n"),
+                &WriteSpec {
+                    before_images: None,
+                    ..private.clone()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("Failed to write"), "{error}");
+        assert!(!staged.exists());
+    }
+    // A missing private directory is created 0700 and the file gets its new mode.
+    let fresh = dir.path().join("new-staging/runfile.run");
+    transport
+        .write_file(
+            Stdin::Bytes(b"#!/bin/sh\n"),
+            &WriteSpec {
+                before_images: None,
+                ..Placement::Staged { mode: 0o700 }.spec(&fresh)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(mode(fresh.parent().unwrap()), 0o700);
+    assert_eq!(mode(&fresh), 0o700);
+    // A secret written over an existing world-readable file loses group and other bits.
+    let secret = dir.path().join("new-staging/secret.json");
+    std::fs::write(&secret, "{}").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    transport
+        .write_file(
+            Stdin::Bytes(b"{\"HF_TOKEN\": \"x\"}"),
+            &WriteSpec {
+                before_images: None,
+                ..Placement::Secret.spec(&secret)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(mode(&secret), 0o600);
 }

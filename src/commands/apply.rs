@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::cli::{ApplyArgs, ApplyFormat};
 use crate::commands::converge::{self, Prepared, SavedPlan};
+use crate::commands::index::{self, NodeChoice};
 use crate::commands::{CommandError, ExitStatus, node, runtime};
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, launch};
 use crate::exec::{self, ApplyContext, StepOutcome, apply_step};
@@ -21,7 +22,7 @@ use crate::plan::NodePlan;
 use crate::printer::Printer;
 use crate::report::text_value;
 use crate::resolve::Lock;
-use crate::steps::{Action, Step};
+use crate::steps::{Action, Step, StepKind};
 use crate::transport::Transport;
 
 /// Where the verification launch records its pid on the node.
@@ -94,6 +95,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         cache_dir: crate::settings::default_cache_dir()
             .unwrap_or_else(|| PathBuf::from(".cache/cuda-upgrade"))
             .join("downloads"),
+        before_images: Some(PathBuf::from(crate::transport::BEFORE_IMAGES_DIR)),
         secrets: prepared
             .env
             .iter()
@@ -151,7 +153,7 @@ async fn converge_node(
 ) -> Result<NodeReport, CommandError> {
     let node = transport.name().to_string();
     let facts = converge::facts(transport, prepared).await?;
-    let lock: Lock = match saved {
+    let mut lock: Lock = match saved {
         Some(saved) => {
             let digest = facts.digest()?.to_string();
             if digest != saved.facts_digest {
@@ -168,7 +170,13 @@ async fn converge_node(
         None => converge::lock(prepared, &facts, args.snapshot.as_deref())?,
     };
     let urls = converge::index_urls(&prepared.manifest)?;
-    let plan: NodePlan = converge::plan_for(prepared, &node, &facts, &lock, &urls)?;
+    let hash_command = index::hash_command(
+        &prepared.path,
+        NodeChoice::Probed(&args.node, &args.ssh),
+        args.snapshot.as_deref(),
+    );
+    let plan: NodePlan =
+        converge::plan_for(prepared, &node, &facts, &lock, &urls, &hash_command)?;
     if let Some(step) = plan.blocked().first() {
         return Err(CommandError::Blocked {
             node: node.clone(),
@@ -185,7 +193,8 @@ async fn converge_node(
         printer.progress(&format!("{node}: {} — {}", planned.kind, planned.reason));
         // Re-check against fresh facts: the step may have been done meanwhile.
         let fresh = converge::facts(transport, prepared).await?;
-        let replanned = converge::plan_for(prepared, &node, &fresh, &lock, &urls)?;
+        let replanned =
+            converge::plan_for(prepared, &node, &fresh, &lock, &urls, &hash_command)?;
         let step = replanned
             .steps
             .into_iter()
@@ -197,7 +206,15 @@ async fn converge_node(
         }
         match apply_step(transport, &step, context).await? {
             StepOutcome::Unchanged => steps.push(step_report(&step, "no-op", None)),
-            StepOutcome::Applied => steps.push(step_report(&step, "applied", None)),
+            StepOutcome::Applied => {
+                steps.push(step_report(&step, "applied", None));
+                // A new interpreter: resolve again for what it really is (its version
+                // and tags), unless a saved plan fixed the lock.
+                if step.kind == StepKind::PythonEnv && saved.is_none() {
+                    let fresh = converge::facts(transport, prepared).await?;
+                    lock = converge::lock(prepared, &fresh, args.snapshot.as_deref())?;
+                }
+            }
             StepOutcome::Failed(failure) => {
                 steps.push(step_report(&step, "failed", Some(failure)));
                 return Ok(NodeReport {
@@ -222,6 +239,7 @@ async fn converge_node(
                 verify: verify.clone(),
                 pid_file: PathBuf::from(PID_FILE),
                 python: prepared.manifest.target.python.clone(),
+                secrets: context.secrets.clone(),
             };
             let outcome = launch(transport, &spec).await?;
             printer.progress_done();

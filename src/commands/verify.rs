@@ -23,6 +23,16 @@ pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
         verify,
         pid_file: PathBuf::from(PID_FILE),
         python: manifest.target.python.clone(),
+        // Values the server may print: whatever of them the controller knows.
+        secrets: manifest
+            .env
+            .iter()
+            .filter(|var| var.secret)
+            .filter_map(|var| match &var.value {
+                crate::manifest::EnvValue::Literal(value) => Some(value.clone()),
+                crate::manifest::EnvValue::FromEnv(name) => crate::settings::env::var(name),
+            })
+            .collect(),
     };
     let selection = node::selection(&args.node, &args.ssh);
     printer.progress(&format!(

@@ -2,25 +2,40 @@
 //! first failure with the command, its exit status and its output tail, then run the
 //! step's verification.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::facts::{parse_ldconfig, parse_version_json};
-use crate::steps::{Operation, Step, Verification, env};
-use crate::transport::{CommandOutput, NodeCommand, Transport, download, mask};
+use crate::facts::{ProbeRequest, parse_version_json};
+use crate::managed_block;
+use crate::steps::{Operation, Placement, Step, Verification};
+use crate::transport::{
+    CommandOutput, Expected, FileContent, NodeCommand, Stdin, Transport, WriteSpec, download, mask,
+};
 
-use super::ExecError;
+use super::{ExecError, gather_facts};
 
 /// How many lines of a failing command's output a report shows.
 const TAIL_LINES: usize = 40;
 
-/// What applying needs besides the step: the controller's download cache and the
-/// secret values to mask in every report.
+/// What applying needs besides the step: the controller's download cache, where the
+/// node keeps before-images, and the secret values to mask in every report.
 #[derive(Debug, Clone, Default)]
 pub struct ApplyContext {
     /// Where fetched files are kept on the controller, e.g. `~/.cache/cuda-upgrade/downloads`.
     pub cache_dir: PathBuf,
+    /// Where the node keeps the previous content of rewritten files, e.g.
+    /// [`crate::transport::BEFORE_IMAGES_DIR`]; `None` keeps none.
+    pub before_images: Option<PathBuf>,
     /// Values shown as `***` wherever output is reported.
     pub secrets: Vec<String>,
+}
+
+impl ApplyContext {
+    fn spec(&self, placement: Placement, path: &std::path::Path) -> WriteSpec {
+        WriteSpec {
+            before_images: self.before_images.clone(),
+            ..placement.spec(path)
+        }
+    }
 }
 
 /// Why a step failed.
@@ -91,10 +106,12 @@ async fn run_operation(
         }
         Operation::Upload {
             path,
-            mode,
+            placement,
             content,
         } => {
-            transport.upload(content, path, *mode).await?;
+            transport
+                .write_file(Stdin::Bytes(content), &context.spec(*placement, path))
+                .await?;
             Ok(None)
         }
         Operation::Transfer {
@@ -104,38 +121,38 @@ async fn run_operation(
             mode,
         } => {
             let local = download::fetch(url, sha256, &context.cache_dir).await?;
-            transport.upload_file(&local, path, *mode).await?;
+            let placement = Placement::Staged { mode: *mode };
+            transport
+                .write_file(Stdin::File(&local), &context.spec(placement, path))
+                .await?;
             Ok(None)
         }
         Operation::ReplaceBlock {
             path,
             marker,
             block,
-            ..
         } => {
-            let (current, mode) = read_file(transport, path).await?;
-            let updated = env::splice(&current, marker, block);
-            transport.upload(updated.as_bytes(), path, mode).await?;
+            let (current, expected) = match transport.read_file(path).await? {
+                FileContent::Absent => (Vec::new(), Expected::Absent),
+                FileContent::Present(bytes) => {
+                    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+                    (bytes, Expected::Sha256(digest))
+                }
+            };
+            let updated = managed_block::splice(&current, marker, block).map_err(|source| {
+                ExecError::MalformedBlock {
+                    host: transport.name().to_string(),
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            let spec = WriteSpec {
+                expected,
+                ..context.spec(Placement::Public { mode: 0o644 }, path)
+            };
+            transport.write_file(Stdin::Bytes(&updated), &spec).await?;
             Ok(None)
         }
-    }
-}
-
-/// Read a file and its mode from the node; a missing file reads as empty, mode 0644.
-async fn read_file(transport: &Transport, path: &Path) -> Result<(String, u32), ExecError> {
-    const SCRIPT: &str =
-        "if [ -e \"$1\" ]; then stat -c %a -- \"$1\" && cat -- \"$1\"; else echo absent; fi";
-    let command = NodeCommand::new("sh")
-        .arg("-c")
-        .script("read-file", SCRIPT)
-        .arg("read")
-        .arg(path.display().to_string());
-    let output = transport.run(&command, None).await?;
-    let text = output.stdout_text();
-    let (first, rest) = text.split_once('\n').unwrap_or((text.as_str(), ""));
-    match u32::from_str_radix(first.trim(), 8) {
-        Ok(mode) if output.success() => Ok((rest.to_string(), mode)),
-        _ => Ok((String::new(), 0o644)),
     }
 }
 
@@ -150,37 +167,36 @@ pub async fn verify(
             sonames,
             directories,
         } => {
-            let command = NodeCommand::new("ldconfig").arg("-p");
-            let output = transport.run(&command, None).await?;
-            if !output.success() {
-                return Ok(Some(failure(command.display(), &output, secrets)));
-            }
-            let entries = parse_ldconfig(&output.stdout_text()).unwrap_or_default();
-            let missing: Vec<String> = sonames
-                .iter()
-                .filter(|soname| {
-                    !entries.iter().any(|entry| {
-                        &entry.soname == *soname
-                            && entry
-                                .path
-                                .parent()
-                                .is_some_and(|parent| directories.iter().any(|d| d == parent))
-                    })
-                })
-                .cloned()
-                .collect();
-            Ok((!missing.is_empty()).then(|| StepFailure {
+            // The same facts and the same judgement as the plan's.
+            let request = ProbeRequest {
+                python: None,
+                libraries: sonames.clone(),
+                paths: directories.clone(),
+                ..ProbeRequest::default()
+            };
+            let facts = gather_facts(transport, &request).await?;
+            let unresolved = facts.ldconfig.unresolved(sonames, directories);
+            Ok((!unresolved.is_empty()).then(|| StepFailure {
                 operation: "ldconfig -p".to_string(),
-                status: output.status,
-                detail: format!(
-                    "`{}` does not resolve into {}",
-                    missing.join("`, `"),
-                    directories
-                        .iter()
-                        .map(|d| format!("`{}`", d.display()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                status: None,
+                detail: unresolved
+                    .iter()
+                    .map(|soname| {
+                        let found = facts.ldconfig.loaded_from(soname).map_or_else(
+                            || "the loader does not find it".to_string(),
+                            |found| format!("the loader loads it from `{}`", found.display()),
+                        );
+                        format!(
+                            "`{soname}` does not resolve into {}: {found}",
+                            directories
+                                .iter()
+                                .map(|d| format!("`{}`", d.display()))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
             }))
         }
         Verification::PythonRuns { python } => {

@@ -21,6 +21,16 @@ pub enum ExecError {
         #[source]
         source: FactsError,
     },
+    /// A file's managed block cannot be replaced: its markers do not pair up.
+    #[error("Failed to rewrite the managed block of `{}` on `{host}`", path.display())]
+    MalformedBlock {
+        /// e.g. `node0`.
+        host: String,
+        /// e.g. `/usr/lib/python3.12/sitecustomize.py`.
+        path: std::path::PathBuf,
+        /// Which line and what is wrong.
+        source: crate::managed_block::MalformedBlock,
+    },
     /// The probe script itself failed (it is written never to fail).
     #[error("Failed to probe `{host}`: the probe exited with status {status:?}: {tail}")]
     ProbeFailed {

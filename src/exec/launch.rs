@@ -14,7 +14,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::facts::{GpuProcess, parse_compute_apps};
 use crate::manifest::Verify;
-use crate::transport::{NodeCommand, Transport};
+use crate::transport::{NodeCommand, Transport, mask};
 
 use super::ExecError;
 
@@ -30,6 +30,8 @@ pub struct LaunchSpec {
     pub pid_file: PathBuf,
     /// The interpreter that probes the health URL on the node.
     pub python: PathBuf,
+    /// Secret values to show as `***` wherever the server's output is reported.
+    pub secrets: Vec<String>,
 }
 
 /// Why a launch did not become ready.
@@ -94,6 +96,46 @@ pub enum LaunchOutcome {
         /// The server's pid, when it started.
         pid: Option<u32>,
     },
+}
+
+impl LaunchFailure {
+    fn masked(self, secrets: &[String]) -> Self {
+        match self {
+            Self::FailPattern { pattern, line } => Self::FailPattern {
+                pattern,
+                line: mask(&line, secrets),
+            },
+            Self::Unhealthy { url, detail } => Self::Unhealthy {
+                url,
+                detail: mask(&detail, secrets),
+            },
+            Self::StartFailed { detail } => Self::StartFailed {
+                detail: mask(&detail, secrets),
+            },
+            other @ (Self::Exited | Self::Timeout { .. }) => other,
+        }
+    }
+}
+
+impl LaunchOutcome {
+    /// The same outcome with every secret value in the server's output as `***`.
+    pub fn masked(self, secrets: &[String]) -> Self {
+        match self {
+            Self::Failed {
+                failure,
+                last_lines,
+                pid,
+            } => Self::Failed {
+                failure: failure.masked(secrets),
+                last_lines: last_lines
+                    .iter()
+                    .map(|line| mask(line, secrets))
+                    .collect(),
+                pid,
+            },
+            other @ (Self::Ready { .. } | Self::Refused { .. }) => other,
+        }
+    }
 }
 
 fn millis<S: serde::Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -201,7 +243,8 @@ pub async fn launch(transport: &Transport, spec: &LaunchSpec) -> Result<LaunchOu
             },
             last_lines: Vec::new(),
             pid: None,
-        });
+        }
+        .masked(&spec.secrets));
     };
     let watched = watch_log(transport, spec, pid, started_at).await;
     let outcome = match watched {
@@ -231,7 +274,7 @@ pub async fn launch(transport: &Transport, spec: &LaunchSpec) -> Result<LaunchOu
     if !keep {
         stop(transport, pid).await?;
     }
-    Ok(outcome)
+    Ok(outcome.masked(&spec.secrets))
 }
 
 enum Watch {

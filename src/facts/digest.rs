@@ -49,6 +49,7 @@ struct StableFacts<'a> {
     packages: &'a [crate::facts::InstalledPackage],
     torch: &'a Option<crate::facts::TorchFacts>,
     ldconfig: &'a crate::facts::LdconfigFacts,
+    secret_files: &'a [crate::facts::SecretFile],
     disk: Vec<StableDisk<'a>>,
 }
 
@@ -80,6 +81,7 @@ impl FactsDigest {
             packages: &facts.packages,
             torch: &facts.torch,
             ldconfig: &facts.ldconfig,
+            secret_files: &facts.secret_files,
             disk: facts
                 .disk
                 .iter()

@@ -63,6 +63,10 @@ pub struct LdconfigFacts {
     pub files: Vec<LibraryFile>,
     /// `/etc/ld.so.conf` and `/etc/ld.so.conf.d/*`.
     pub conf_files: Vec<LdSoConfFile>,
+    /// The directories the probe was asked about with their real paths, e.g.
+    /// `/usr/local/cuda/targets/x86_64-linux/lib` → `/usr/local/cuda-13.0/targets/x86_64-linux/lib`.
+    #[serde(default)]
+    pub directories: Vec<LibraryFile>,
 }
 
 impl LdconfigFacts {
@@ -82,6 +86,40 @@ impl LdconfigFacts {
             .iter()
             .find(|file| file.path == path)
             .map(|file| file.real_path.as_path())
+    }
+
+    /// The real directory of the file the loader loads for `soname`, e.g.
+    /// `libnvrtc.so.13` found as `/usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13`
+    /// → `/usr/local/cuda-13.0/targets/x86_64-linux/lib` (its real file's directory).
+    pub fn loaded_from(&self, soname: &str) -> Option<&Path> {
+        let path = self.resolve(soname)?;
+        self.real_path(path).unwrap_or(path).parent()
+    }
+
+    /// The real path of a directory the probe was asked about (itself when unknown).
+    pub fn real_directory<'a>(&'a self, directory: &'a Path) -> &'a Path {
+        self.directories
+            .iter()
+            .find(|known| known.path == directory && !known.real_path.as_os_str().is_empty())
+            .map_or(directory, |known| known.real_path.as_path())
+    }
+
+    /// The sonames of `expected` whose loaded file does not lie in one of `directories`,
+    /// both sides compared by real path. The one judgement of `ldconfig.expect`, made
+    /// the same way when planning and after applying.
+    pub fn unresolved<'a>(&self, expected: &'a [String], directories: &[PathBuf]) -> Vec<&'a str> {
+        let wanted: Vec<&Path> = directories
+            .iter()
+            .map(|directory| self.real_directory(directory))
+            .collect();
+        expected
+            .iter()
+            .filter(|soname| {
+                self.loaded_from(soname)
+                    .is_none_or(|found| !wanted.contains(&found))
+            })
+            .map(String::as_str)
+            .collect()
     }
 
     /// Every cuDNN the cache offers, one per directory of real files, read from
@@ -267,6 +305,42 @@ mod tests {
         assert_eq!(entries.len(), 40);
     }
 
+    /// See: issue 8 ("Real nodes, first time"), item 3: on the H200 the loader finds
+    /// `libnvrtc.so.13` through `/usr/local/cuda/…` (a link to `cuda-13.0`, listed first by
+    /// NVIDIA's `000_cuda.conf`); that is the manifest's directory, by real path.
+    #[test]
+    fn expected_libraries_are_judged_by_real_paths() {
+        let real = "/usr/local/cuda-13.0/targets/x86_64-linux/lib";
+        let linked = "/usr/local/cuda/targets/x86_64-linux/lib";
+        let facts = LdconfigFacts {
+            entries: parse_ldconfig(&format!(
+                "\tlibnvrtc.so.13 (libc6,x86-64) => {linked}/libnvrtc.so.13\n\
+                 \tlibnvrtc.so.13 (libc6,x86-64) => {real}/libnvrtc.so.13\n"
+            ))
+            .unwrap(),
+            files: parse_library_files(&format!(
+                "{linked}/libnvrtc.so.13\t{real}/libnvrtc.so.13.0.88\n\
+                 {real}/libnvrtc.so.13\t{real}/libnvrtc.so.13.0.88\n"
+            ))
+            .unwrap(),
+            conf_files: Vec::new(),
+            directories: parse_library_files(&format!("{real}\t{real}\n{linked}\t{real}\n"))
+                .unwrap(),
+        };
+        let expected = vec!["libnvrtc.so.13".to_string(), "libcudart.so.13".to_string()];
+        for directory in [real, linked] {
+            assert_eq!(
+                facts.unresolved(&expected, &[PathBuf::from(directory)]),
+                vec!["libcudart.so.13"],
+                "{directory}"
+            );
+        }
+        assert_eq!(
+            facts.unresolved(&expected[..1], &[PathBuf::from("/usr/lib/x86_64-linux-gnu")]),
+            vec!["libnvrtc.so.13"]
+        );
+    }
+
     #[test]
     fn cudnn_versions_come_from_real_file_names() {
         let facts = LdconfigFacts {
@@ -281,6 +355,7 @@ mod tests {
             )
             .unwrap(),
             conf_files: Vec::new(),
+            directories: Vec::new(),
         };
         let libraries = facts.cudnn_libraries();
         assert_eq!(libraries.len(), 1);

@@ -23,6 +23,14 @@ pub struct ProbeRequest {
     pub python: Option<PathBuf>,
     /// Sonames the manifest expects the loader to resolve, e.g. `["libnvrtc.so.13"]`.
     pub libraries: Vec<String>,
+    /// Paths whose real location matters, e.g. the manifest's library directory
+    /// `/usr/local/cuda-13.0/targets/x86_64-linux/lib`.
+    #[serde(default)]
+    pub paths: Vec<PathBuf>,
+    /// Where the env step keeps secret values, when not the default
+    /// `/etc/cuda-upgrade/secrets` (tests on this machine use a temporary directory).
+    #[serde(default)]
+    pub secrets_dir: Option<PathBuf>,
     /// The managed block's marker name, e.g. `cuda-upgrade managed block`.
     pub marker: String,
     /// A file to read the driver version from instead of `/proc/driver/nvidia/version`,
@@ -36,6 +44,8 @@ impl ProbeRequest {
         Self {
             python: Some(python.into()),
             libraries,
+            paths: Vec::new(),
+            secrets_dir: None,
             marker: DEFAULT_MARKER.to_string(),
             driver_version_file: None,
         }
@@ -53,6 +63,14 @@ impl ProbeRequest {
         for library in &self.libraries {
             arguments.push("--library".to_string());
             arguments.push(library.clone());
+        }
+        for path in &self.paths {
+            arguments.push("--path".to_string());
+            arguments.push(path.to_string_lossy().into_owned());
+        }
+        if let Some(directory) = &self.secrets_dir {
+            arguments.push("--secrets-dir".to_string());
+            arguments.push(directory.to_string_lossy().into_owned());
         }
         arguments.push("--marker".to_string());
         arguments.push(self.marker.clone());
@@ -77,6 +95,8 @@ impl Default for ProbeRequest {
         Self {
             python: None,
             libraries: Vec::new(),
+            paths: Vec::new(),
+            secrets_dir: None,
             marker: DEFAULT_MARKER.to_string(),
             driver_version_file: None,
         }
@@ -93,6 +113,10 @@ pub(crate) fn parse_arguments(text: &str) -> ProbeRequest {
         match key {
             "python" if !value.is_empty() => request.python = Some(PathBuf::from(value)),
             "library" if !value.is_empty() => request.libraries.push(value.to_string()),
+            "path" if !value.is_empty() => request.paths.push(PathBuf::from(value)),
+            "secrets-dir" if !value.is_empty() => {
+                request.secrets_dir = Some(PathBuf::from(value));
+            }
             "marker" => request.marker = value.to_string(),
             "driver-version-file" if !value.is_empty() => {
                 request.driver_version_file = Some(PathBuf::from(value));

@@ -1,6 +1,7 @@
 # cuda-upgrade node probe: prints every fact the planner needs in one run.
 #
-# Usage: sh -s -- --python PATH [--library SONAME]... [--marker NAME]
+# Usage: sh -s -- --python PATH [--library SONAME]... [--path PATH]... [--marker NAME]
+#                 [--secrets-dir DIR]
 #                 [--driver-version-file PATH]  < probe.sh
 #    or: sh -c "$(cat probe.sh)" cuda-upgrade-probe --python PATH ...
 #
@@ -25,6 +26,9 @@ python=""
 marker="cuda-upgrade managed block"
 driver_version_file=""
 libraries=""
+paths=""
+secrets_dir=/etc/cuda-upgrade/secrets
+secrets_dir_given=""
 while [ "$#" -gt 0 ]; do
     # A flag without its value ends the list; `shift 2` would stop the script.
     if [ "$#" -lt 2 ]; then
@@ -34,7 +38,10 @@ while [ "$#" -gt 0 ]; do
         --python) python="$2"; shift 2 ;;
         --library) libraries="$libraries
 $2"; shift 2 ;;
+        --path) paths="$paths
+$2"; shift 2 ;;
         --marker) marker="$2"; shift 2 ;;
+        --secrets-dir) secrets_dir="$2"; secrets_dir_given="$2"; shift 2 ;;
         --driver-version-file) driver_version_file="$2"; shift 2 ;;
         *) shift ;;
     esac
@@ -103,7 +110,11 @@ probe_arguments() {
     printf '%s\n' "$libraries" | while IFS= read -r library; do
         [ -n "$library" ] && printf 'library\t%s\n' "$library"
     done
+    printf '%s\n' "$paths" | while IFS= read -r path; do
+        [ -n "$path" ] && printf 'path\t%s\n' "$path"
+    done
     printf 'driver-version-file\t%s\n' "$driver_version_file"
+    printf 'secrets-dir\t%s\n' "$secrets_dir_given"
     return 0
 }
 emit 100 arguments "" -- probe_arguments
@@ -266,6 +277,16 @@ except Exception:
     spec = None
 if spec is not None and spec.origin:
     sitecustomize["origin"] = spec.origin
+    # The file a write really changes: the origin may be a symlink (Debian and Ubuntu
+    # link /usr/lib/python3.X/sitecustomize.py into /etc/python3.X/).
+    try:
+        sitecustomize["real_path"] = os.path.realpath(spec.origin)
+        status = os.stat(sitecustomize["real_path"])
+        sitecustomize["mode"] = status.st_mode & 0o7777
+        sitecustomize["uid"] = status.st_uid
+        sitecustomize["gid"] = status.st_gid
+    except OSError:
+        pass
     try:
         with open(spec.origin, "r", encoding="utf-8", errors="replace") as handle:
             sitecustomize["text"] = handle.read(262144)
@@ -364,6 +385,29 @@ ld_so_conf() {
     return 0
 }
 emit 600 ld-so-conf "" -- ld_so_conf
+
+# Paths the manifest names (library directories): where each really leads, so that
+# `/usr/local/cuda/...` and `/usr/local/cuda-13.0/...` are compared as one directory.
+real_paths() {
+    printf '%s\n' "$paths" | while IFS= read -r path; do
+        [ -n "$path" ] || continue
+        printf '%s\t%s\n' "$path" "$(readlink -f -- "$path" 2>/dev/null)"
+    done
+    return 0
+}
+emit 200 paths "" -- real_paths
+
+# The root-only files that hold secret values of the env step: owner, mode and digest,
+# never the content.
+secret_files() {
+    for file in "$secrets_dir"/*; do
+        [ -f "$file" ] || continue
+        printf '%s\t%s\t%s\n' "$file" "$(stat -c '%u %g %a' -- "$file")" \
+            "$(sha256sum -- "$file" | cut -d ' ' -f 1)"
+    done
+    return 0
+}
+emit 100 secret-files "" -- secret_files
 
 # Free space where the upgrade writes.
 disk_space() {

@@ -87,8 +87,22 @@ pub struct SitecustomizeFacts {
     pub imported: bool,
     /// The SHA-256 of the whole file in hex, when it was read.
     pub file_sha256: Option<String>,
+    /// The file a write changes: the origin with its symlinks resolved, e.g.
+    /// `/etc/python3.12/sitecustomize.py`.
+    #[serde(default)]
+    pub real_path: Option<PathBuf>,
+    /// That file's permission bits, e.g. `0o644`.
+    #[serde(default)]
+    pub mode: Option<u32>,
+    /// Its owner's uid, e.g. `0`.
+    #[serde(default)]
+    pub uid: Option<u32>,
     /// The managed block, when the file has one.
     pub managed_block: Option<ManagedBlock>,
+    /// Why the file's markers cannot be read as one block, e.g. `line 12: the managed
+    /// block's begin marker has no end marker`; the env step refuses to rewrite it.
+    #[serde(default)]
+    pub malformed_block: Option<String>,
     /// `sitecustomize.py` files in site-packages directories that are never imported
     /// because [`SitecustomizeFacts::origin`] comes first, e.g.
     /// `/opt/torch/.venv/lib/python3.12/site-packages/sitecustomize.py`.
@@ -131,6 +145,12 @@ struct PythonReport {
 #[derive(Debug, Clone, Deserialize)]
 struct SitecustomizeReport {
     origin: Option<PathBuf>,
+    #[serde(default)]
+    real_path: Option<PathBuf>,
+    #[serde(default)]
+    mode: Option<u32>,
+    #[serde(default)]
+    uid: Option<u32>,
     imported: bool,
     text: Option<String>,
     shadowed: Vec<PathBuf>,
@@ -155,32 +175,17 @@ pub(crate) fn sha256_hex(text: &str) -> String {
 }
 
 /// Cuts the block between `# >>> MARKER >>>` and `# <<< MARKER <<<` out of `text`,
-/// e.g. marker `cuda-upgrade managed block`. A block without its end marker is taken
-/// to the end of the file.
-pub fn managed_block(text: &str, marker: &str) -> Option<ManagedBlock> {
-    let begin = format!("# >>> {marker} >>>");
-    let end = format!("# <<< {marker} <<<");
-    let mut content = String::new();
-    let mut inside = false;
-    let mut found = false;
-    for line in text.lines() {
-        if !inside && line.trim() == begin {
-            inside = true;
-            found = true;
-            continue;
-        }
-        if inside && line.trim() == end {
-            break;
-        }
-        if inside {
-            content.push_str(line);
-            content.push('\n');
-        }
-    }
-    found.then(|| ManagedBlock {
-        sha256: sha256_hex(&content),
-        content,
-    })
+/// e.g. marker `cuda-upgrade managed block` (see [`crate::managed_block`]).
+pub fn managed_block(
+    text: &str,
+    marker: &str,
+) -> Result<Option<ManagedBlock>, crate::managed_block::MalformedBlock> {
+    Ok(
+        crate::managed_block::content(text.as_bytes(), marker)?.map(|block| ManagedBlock {
+            content: String::from_utf8_lossy(&block.content).into_owned(),
+            sha256: block.sha256,
+        }),
+    )
 }
 
 /// Parses the interpreter's JSON report, e.g. of `/opt/torch/.venv/bin/python3`, and
@@ -200,15 +205,21 @@ pub fn parse_python_report(
         .as_deref()
         .map(str::parse::<GlibcVersion>)
         .transpose()?;
+    let block = report
+        .sitecustomize
+        .text
+        .as_deref()
+        .map(|text| managed_block(text, marker))
+        .transpose();
     let sitecustomize = SitecustomizeFacts {
         origin: report.sitecustomize.origin,
+        real_path: report.sitecustomize.real_path,
+        mode: report.sitecustomize.mode,
+        uid: report.sitecustomize.uid,
         imported: report.sitecustomize.imported,
         file_sha256: report.sitecustomize.text.as_deref().map(sha256_hex),
-        managed_block: report
-            .sitecustomize
-            .text
-            .as_deref()
-            .and_then(|text| managed_block(text, marker)),
+        managed_block: block.as_ref().ok().cloned().flatten().flatten(),
+        malformed_block: block.err().map(|error| error.to_string()),
         shadowed: report.sitecustomize.shadowed,
     };
     Ok(InterpreterReport {
@@ -272,7 +283,9 @@ mod tests {
             os.environ.setdefault('CUDA_HOME', '/usr/local/cuda-13.0')\n\
             # <<< cuda-upgrade managed block <<<\n\
             print('kept')\n";
-        let block = managed_block(text, "cuda-upgrade managed block").unwrap();
+        let block = managed_block(text, "cuda-upgrade managed block")
+            .unwrap()
+            .unwrap();
         assert_eq!(
             block.content,
             "os.environ.setdefault('CUDA_HOME', '/usr/local/cuda-13.0')\n"
@@ -280,7 +293,7 @@ mod tests {
         assert_eq!(block.sha256, sha256_hex(&block.content));
         assert_eq!(
             managed_block("import os\n", "cuda-upgrade managed block"),
-            None
+            Ok(None)
         );
     }
 

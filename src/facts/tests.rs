@@ -366,6 +366,8 @@ fn real_probe_reports_a_missing_interpreter_and_shell_metacharacters_stay_data()
             "/nonexistent/$(touch /tmp/cuda-upgrade-pwned)/bin/python3",
         )),
         libraries: vec!["lib'x\".so; echo hi".to_string()],
+        paths: vec![PathBuf::from("/nonexistent/$(touch /tmp/cuda-upgrade-pwned)")],
+        secrets_dir: Some(PathBuf::from("/nonexistent/'secrets'")),
         marker: "a `marker` $HOME".to_string(),
         driver_version_file: Some(PathBuf::from("/nonexistent/driver-version")),
     };

@@ -54,6 +54,9 @@ pub struct PlanInput<'a> {
     pub index_urls: &'a BTreeMap<String, String>,
     /// The manifest's variables with their values resolved.
     pub env: &'a [ResolvedVar],
+    /// The command that records the sha256 of locked files without one, for this
+    /// manifest and node, e.g. `upgrade index hash manifests/x.yaml --facts f.json`.
+    pub hash_command: &'a str,
 }
 
 /// One node's plan.
@@ -122,6 +125,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         facts,
         index_urls,
         env,
+        hash_command,
     } = input;
     let python = &manifest.target.python;
     let mut steps = Vec::new();
@@ -141,6 +145,8 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
     let empty;
     let package_facts = if fresh_env {
         empty = NodeFacts {
+            python: None,
+            sitecustomize: None,
             packages: Vec::new(),
             install_records: Vec::new(),
             ..(*facts).clone()
@@ -151,7 +157,13 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
     };
     // A manifest without packages does not manage the environment's packages.
     if !manifest.packages.is_empty() {
-        steps.push(steps::pip::plan(lock, python, package_facts, index_urls)?);
+        steps.push(steps::pip::plan(
+            lock,
+            python,
+            package_facts,
+            index_urls,
+            hash_command,
+        )?);
     }
     // Build requirements of source installs come from the first open index.
     let build_index = manifest
@@ -176,18 +188,10 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         steps.push(steps::ldconfig::plan(ldconfig, &manifest.name, facts));
     }
     if !env.is_empty() {
-        let fallback = python
-            .parent()
-            .and_then(Path::parent)
-            .map(|prefix| prefix.join("lib/sitecustomize.py"))
-            .unwrap_or_default();
-        steps.push(steps::env::plan(
-            env,
-            &manifest.name,
-            python,
-            facts,
-            fallback,
-        ));
+        // A new environment is planned against itself once it exists: `apply` probes
+        // again after the python-env step and plans this step anew.
+        let env_facts = if fresh_env { package_facts } else { *facts };
+        steps.push(steps::env::plan(env, &manifest.name, python, env_facts));
     }
     Ok(NodePlan {
         node: node.to_string(),

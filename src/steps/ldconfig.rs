@@ -1,13 +1,14 @@
 //! The ldconfig step: own one `/etc/ld.so.conf.d/*.conf` file, run `ldconfig`, and
-//! prove that each expected soname resolves into the registered directories.
-
-use std::path::{Path, PathBuf};
+//! prove that each expected soname resolves into the registered directories, judged by
+//! real paths ([`crate::facts::LdconfigFacts::unresolved`]) the same way when planning
+//! and after applying: `/usr/local/cuda/…` (a link to `cuda-13.0`) is the same
+//! directory as `/usr/local/cuda-13.0/…`.
 
 use crate::facts::NodeFacts;
 use crate::manifest::Ldconfig;
 use crate::transport::NodeCommand;
 
-use super::{Action, Operation, Step, StepKind, Verification};
+use super::{Action, Operation, Placement, Step, StepKind, Verification};
 
 /// The conf file's content: a header naming its owner, then one directory a line.
 pub fn conf_content(ldconfig: &Ldconfig, manifest_name: &str) -> String {
@@ -20,24 +21,6 @@ pub fn conf_content(ldconfig: &Ldconfig, manifest_name: &str) -> String {
         content.push('\n');
     }
     content
-}
-
-/// Where `soname` resolves, if inside one of `directories`.
-pub fn resolves_into<'a>(
-    facts: &'a NodeFacts,
-    soname: &str,
-    directories: &[PathBuf],
-) -> Option<&'a Path> {
-    let path = facts.ldconfig.resolve(soname)?;
-    let inside = directories.iter().any(|directory| {
-        path.parent().is_some_and(|parent| parent == directory)
-            || facts
-                .ldconfig
-                .real_path(path)
-                .and_then(Path::parent)
-                .is_some_and(|parent| parent == directory)
-    });
-    inside.then_some(path)
 }
 
 /// Plan the step from the node's facts.
@@ -60,12 +43,9 @@ pub fn plan(ldconfig: &Ldconfig, manifest_name: &str, facts: &NodeFacts) -> Step
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let unresolved: Vec<&str> = ldconfig
-        .expect
-        .iter()
-        .filter(|soname| resolves_into(facts, soname, &ldconfig.paths).is_none())
-        .map(String::as_str)
-        .collect();
+    let unresolved = facts
+        .ldconfig
+        .unresolved(&ldconfig.expect, &ldconfig.paths);
     let file = ldconfig.file.display().to_string();
     let (action, reason) = match current_paths {
         None => (Action::Create, format!("`{file}` does not exist")),
@@ -95,7 +75,7 @@ pub fn plan(ldconfig: &Ldconfig, manifest_name: &str, facts: &NodeFacts) -> Step
         vec![
             Operation::Upload {
                 path: ldconfig.file.clone(),
-                mode: 0o644,
+                placement: Placement::Public { mode: 0o644 },
                 content: wanted.into_bytes(),
             },
             Operation::Run(NodeCommand::new("ldconfig")),

@@ -88,22 +88,71 @@ impl fmt::Display for StepKind {
     }
 }
 
+/// Where staged files (runfiles, requirement files, patches) wait on the node: a
+/// root-owned 0700 directory, refused when another user owns it or may write to it.
+pub const STAGING_DIR: &str = "/var/tmp/cuda-upgrade";
+
+/// Where secret values of the env step live on the node: root-only files in a
+/// root-owned 0700 directory, read by the managed block at interpreter start.
+pub const SECRETS_DIR: &str = "/etc/cuda-upgrade/secrets";
+
+/// How a file is placed on the node by the one write primitive
+/// ([`crate::transport::WriteSpec`]): symlinks followed, owner and mode of an existing
+/// file kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// An ordinary file, e.g. an ld.so.conf.d entry: `mode` when new.
+    Public {
+        /// e.g. `0o644`.
+        mode: u32,
+    },
+    /// A file in a private directory (staging): `mode` when new, the directory
+    /// root-owned 0700.
+    Staged {
+        /// e.g. `0o700` for a runfile.
+        mode: u32,
+    },
+    /// A file holding secret values: 0600 in a private directory; an existing file
+    /// loses its group and other bits.
+    Secret,
+}
+
+impl Placement {
+    /// The primitive's settings for `path`.
+    pub fn spec(self, path: &std::path::Path) -> crate::transport::WriteSpec {
+        let mut spec = crate::transport::WriteSpec::new(path, 0o644);
+        match self {
+            Self::Public { mode } => spec.new_mode = mode,
+            Self::Staged { mode } => {
+                spec.new_mode = mode;
+                spec.private_directory = true;
+            }
+            Self::Secret => {
+                spec.new_mode = 0o600;
+                spec.secret = true;
+                spec.private_directory = true;
+            }
+        }
+        spec
+    }
+}
+
 /// One thing `apply` does on the node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Operation {
     /// Run a command; a non-zero exit fails the step.
     Run(NodeCommand),
-    /// Write a whole file atomically.
+    /// Write a whole file through the write primitive.
     Upload {
         /// e.g. `/etc/ld.so.conf.d/cuda-13-0.conf`.
         path: PathBuf,
-        /// e.g. `0o644`.
-        mode: u32,
-        /// The new content.
+        /// How it is placed.
+        placement: Placement,
+        /// The new content (never shown when the placement is secret).
         content: Vec<u8>,
     },
     /// Fetch a file on the controller (once, verified against its sha256), then
-    /// stream it to the node atomically.
+    /// stream it into the staging directory on the node.
     Transfer {
         /// e.g. the runfile's URL.
         url: String,
@@ -115,47 +164,54 @@ pub enum Operation {
         mode: u32,
     },
     /// Replace (or append) the managed block of a file, keeping every other byte;
-    /// creates the file when missing. The block may hold secrets.
+    /// creates the file when missing. A file whose markers do not pair up is refused.
     ReplaceBlock {
-        /// e.g. `/usr/lib/python3.12/sitecustomize.py`.
+        /// e.g. `/usr/lib/python3.12/sitecustomize.py` (a link is followed).
         path: PathBuf,
         /// The marker name, e.g. `cuda-upgrade managed block`.
         marker: String,
-        /// The lines between the markers.
+        /// The lines between the markers (no secret values: those live in a secret file).
         block: String,
-        /// The same lines with secret values as `***`, for people.
-        display_block: String,
     },
 }
 
 impl Operation {
+    /// Write `content` to the staging file `path` (new files `0o644`).
+    pub fn staged(path: PathBuf, content: Vec<u8>) -> Self {
+        Self::Upload {
+            path,
+            placement: Placement::Staged { mode: 0o644 },
+            content,
+        }
+    }
+
     /// How the plan shows it (secrets masked), e.g. `ldconfig`.
     pub fn describe(&self) -> String {
         match self {
             Self::Run(command) => command.display(),
             Self::Upload {
                 path,
-                mode,
+                placement,
                 content,
-            } => {
-                format!(
-                    "write {} ({} bytes, mode {mode:o})",
+            } => match placement {
+                Placement::Public { mode } | Placement::Staged { mode } => format!(
+                    "write {} ({} bytes, mode {mode:o} when new; an existing file keeps its owner and mode)",
                     path.display(),
                     content.len()
-                )
-            }
+                ),
+                Placement::Secret => format!(
+                    "write the secret values to {} (root only, mode 600)",
+                    path.display()
+                ),
+            },
             Self::Transfer {
                 url, sha256, path, ..
             } => {
                 format!("download {url} (sha256 {sha256}) to {}", path.display())
             }
-            Self::ReplaceBlock {
-                path,
-                display_block,
-                ..
-            } => {
+            Self::ReplaceBlock { path, block, .. } => {
                 format!(
-                    "rewrite the managed block of {}:\n{display_block}",
+                    "rewrite the managed block of {} (links followed; owner and mode kept):\n{block}",
                     path.display()
                 )
             }

@@ -144,16 +144,12 @@ pub fn plan(
                 || format!("{index}.patch"),
                 |n| n.to_string_lossy().into_owned(),
             );
-            let remote = PathBuf::from(super::pip::STAGING_DIR)
+            let remote = PathBuf::from(super::STAGING_DIR)
                 .join("patches")
                 .join(package)
                 .join(format!("{index:02}-{name}"));
             staged.push(remote.display().to_string());
-            operations.push(Operation::Upload {
-                path: remote,
-                mode: 0o644,
-                content,
-            });
+            operations.push(Operation::staged(remote, content));
         }
         operations.push(Operation::Run(
             NodeCommand::new("sh")

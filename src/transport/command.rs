@@ -155,11 +155,19 @@ impl fmt::Display for NodeCommand {
     }
 }
 
-/// Replace every secret in `text` with `***`, e.g. for a command's output tail.
-pub fn mask(text: &str, secrets: &[&str]) -> String {
-    secrets.iter().fold(text.to_string(), |masked, secret| {
-        masked.replace(secret, "***")
-    })
+/// Replace every secret in `text` with `***`, e.g. for a command's output tail. An empty
+/// secret masks nothing; longer secrets are masked first, so one that contains another
+/// is not left half-shown.
+pub fn mask<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
+    let mut secrets: Vec<&str> = secrets
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|secret| !secret.is_empty())
+        .collect();
+    secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+    secrets
+        .iter()
+        .fold(text.to_string(), |masked, secret| masked.replace(secret, "***"))
 }
 
 #[cfg(test)]
@@ -183,5 +191,7 @@ mod tests {
         assert_eq!(command.display(), "env *** plain");
         assert!(!format!("{command:?}").contains("hf_abc"));
         assert_eq!(mask("token=hf_abc", &command.secrets()), "token=***");
+        assert_eq!(mask("abc", &[""]), "abc", "an empty secret masks nothing");
+        assert_eq!(mask("x=hf_abcdef", &["hf_abc", "hf_abcdef"]), "x=***");
     }
 }

@@ -34,14 +34,24 @@ pub enum TransportError {
         #[source]
         source: openssh::Error,
     },
-    /// An atomic upload did not complete.
-    #[error("Failed to upload `{path}` to `{host}`: {message}")]
-    Upload {
+    /// A file could not be written; nothing was changed.
+    #[error("Failed to write `{path}` on `{host}`: {message}")]
+    WriteFile {
         /// e.g. `node0`.
         host: String,
-        /// The destination, e.g. `/usr/lib/python3.12/sitecustomize.py`.
+        /// The file as named, e.g. `/usr/lib/python3.12/sitecustomize.py`.
         path: String,
-        /// The upload command's exit status and error output.
+        /// What the node said, e.g. `refusing `/var/tmp/cuda-upgrade`: it is owned by uid 1000`.
+        message: String,
+    },
+    /// A file could not be read.
+    #[error("Failed to read `{path}` on `{host}`: {message}")]
+    ReadFile {
+        /// e.g. `node0`.
+        host: String,
+        /// e.g. `/usr/lib/python3.12/sitecustomize.py`.
+        path: String,
+        /// What the node said.
         message: String,
     },
 }

@@ -2,13 +2,14 @@
 //!
 //! A command is data ([`NodeCommand`]) rendered by one quoting function; the
 //! transport only carries the rendered line and its standard input, and reports the
-//! exit status and output. Files are uploaded atomically (temporary file, then
-//! rename). Every remote call is one round trip; [`Transport::round_trips`] counts
+//! exit status and output. Files are read and written by one primitive (`file`):
+//! symlinks followed, owner and mode kept, temporary file then rename. Every remote call is one round trip; [`Transport::round_trips`] counts
 //! them so tests and benchmarks can hold the tool to "one for facts".
 
 mod command;
 pub mod download;
 mod error;
+mod file;
 mod local;
 mod ssh;
 
@@ -20,6 +21,7 @@ use tokio::io::AsyncRead;
 
 pub use command::{Arg, NodeCommand, mask};
 pub use error::TransportError;
+pub use file::{BEFORE_IMAGES_DIR, Expected, FileContent, WriteSpec, Written};
 pub use local::LocalTransport;
 pub use ssh::{HostKeyPolicy, SshOptions, SshTransport};
 
@@ -117,21 +119,6 @@ async fn feed<W: tokio::io::AsyncWrite + Unpin>(
     }
 }
 
-/// The script behind [`Transport::upload`]: write stdin next to the destination, set
-/// the mode, fsync through `mv`'s rename — readers see the old file or the new one.
-const UPLOAD_SCRIPT: &str = r#"set -eu
-destination=$1
-mode=$2
-directory=$(dirname -- "$destination")
-mkdir -p -- "$directory"
-temporary=$(mktemp -- "$destination.tmp.XXXXXX")
-trap 'rm -f -- "$temporary"' EXIT
-cat > "$temporary"
-chmod "$mode" -- "$temporary"
-mv -f -- "$temporary" "$destination"
-trap - EXIT
-"#;
-
 impl Transport {
     /// A name for messages, e.g. `node0` or `local`.
     pub fn name(&self) -> &str {
@@ -169,51 +156,6 @@ impl Transport {
         match self {
             Self::Local(local) => local.stream(command).await,
             Self::Ssh(ssh) => ssh.stream(command).await,
-        }
-    }
-
-    /// Write `content` to `path` atomically with `mode` (e.g. `0o644`), creating the
-    /// directory when missing.
-    pub async fn upload(
-        &self,
-        content: &[u8],
-        path: &Path,
-        mode: u32,
-    ) -> Result<(), TransportError> {
-        self.upload_from(Stdin::Bytes(content), path, mode).await
-    }
-
-    /// Stream a local file to `path` atomically with `mode`.
-    pub async fn upload_file(
-        &self,
-        local: &Path,
-        path: &Path,
-        mode: u32,
-    ) -> Result<(), TransportError> {
-        self.upload_from(Stdin::File(local), path, mode).await
-    }
-
-    async fn upload_from(
-        &self,
-        content: Stdin<'_>,
-        path: &Path,
-        mode: u32,
-    ) -> Result<(), TransportError> {
-        let command = NodeCommand::new("sh")
-            .arg("-c")
-            .script("atomic-upload", UPLOAD_SCRIPT)
-            .arg("upload")
-            .arg(path.display().to_string())
-            .arg(format!("{mode:o}"));
-        let output = self.run_with(&command, content).await?;
-        if output.success() {
-            Ok(())
-        } else {
-            Err(TransportError::Upload {
-                host: self.name().to_string(),
-                path: path.display().to_string(),
-                message: format!("exit status {:?}: {}", output.status, output.tail(5)),
-            })
         }
     }
 

@@ -1,0 +1,264 @@
+//! The one way to read and change a file on a node; every step's writes go through it.
+//!
+//! A write follows symbolic links and replaces the real target (a link stays a link),
+//! keeps that file's owner, group and mode (a new file gets the caller's mode: 0644, or
+//! 0600 when it holds a secret; an existing file that holds a secret loses its group and
+//! other bits), writes the exact bytes to a temporary file in the same directory and
+//! renames it over the target, so readers see the old file or the new one. It refuses
+//! to write when the file changed since it was read (compare-and-swap on its digest)
+//! and keeps the previous content as a before-image in a root-only directory.
+//! Directories that must be private (staging, secrets) are created root-owned 0700 and
+//! refused when another user owns them or others may write to them.
+//!
+//! A read is exact bytes; a file that cannot be read is an error, never an empty file.
+//! This module decides nothing about what to write (the steps do).
+
+use std::path::{Path, PathBuf};
+
+use super::{NodeCommand, Stdin, Transport, TransportError};
+
+/// Where the previous content of every rewritten file is kept, by its sha256, root-only.
+pub const BEFORE_IMAGES_DIR: &str = "/var/lib/cuda-upgrade/before-images";
+
+/// What the file must be when the write starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected {
+    /// Whatever it is (a whole-file write).
+    Any,
+    /// It must not exist.
+    Absent,
+    /// It must have exactly this content, by its sha256 in hex (what was read before).
+    Sha256(String),
+}
+
+/// How a file is written, e.g. `/etc/ld.so.conf.d/cuda-13-0.conf`, new files 0644.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteSpec {
+    /// The path as named; a symlink is followed to its real target.
+    pub path: PathBuf,
+    /// The mode of a new file, e.g. `0o644` (an existing file keeps its own).
+    pub new_mode: u32,
+    /// The content is secret: a new file is created private and an existing one loses
+    /// its group and other permission bits.
+    pub secret: bool,
+    /// The directory must be private: root-owned 0700 when created, refused when another
+    /// user owns it or group or others may write to it (staging and secret directories).
+    pub private_directory: bool,
+    /// What the file must be when the write starts.
+    pub expected: Expected,
+    /// Where the previous content is kept (root-only), e.g. [`BEFORE_IMAGES_DIR`];
+    /// `None` keeps none.
+    pub before_images: Option<PathBuf>,
+}
+
+impl WriteSpec {
+    /// A whole-file write of `path`, new files `new_mode`, in a directory created when
+    /// missing.
+    pub fn new(path: impl Into<PathBuf>, new_mode: u32) -> Self {
+        Self {
+            path: path.into(),
+            new_mode,
+            secret: false,
+            private_directory: false,
+            expected: Expected::Any,
+            before_images: Some(PathBuf::from(BEFORE_IMAGES_DIR)),
+        }
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The file that was replaced, e.g. `/etc/python3.12/sitecustomize.py` for the link
+    /// `/usr/lib/python3.12/sitecustomize.py`.
+    pub real_path: PathBuf,
+    /// The sha256 of the previous content, kept as `<before_images>/<sha256>`; `None`
+    /// when the file was new (or no before-image was asked for).
+    pub before_image: Option<String>,
+}
+
+/// A file's content as read from a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileContent {
+    /// No file there (a dangling link counts as none; a write creates its target).
+    Absent,
+    /// The file's exact bytes.
+    Present(Vec<u8>),
+}
+
+/// The read script: `absent` or `present` on the first line, then the exact bytes.
+const READ_SCRIPT: &str = r#"set -eu
+path=$1
+if [ ! -e "$path" ]; then
+    printf 'absent\n'
+    exit 0
+fi
+target=$(readlink -f -- "$path")
+if [ ! -f "$target" ]; then
+    printf '`%s` is not a regular file\n' "$target" >&2
+    exit 3
+fi
+printf 'present\n'
+exec cat -- "$target"
+"#;
+
+/// The write script; see the module's documentation.
+const WRITE_SCRIPT: &str = r#"set -eu
+umask 022
+path=$1 new_mode=$2 secret=$3 private=$4 expected=$5 images=$6
+fail() {
+    printf '%s\n' "$*" >&2
+    exit 3
+}
+# private_dir DIR: DIR is a directory of ours that nobody else may write to; made 0700.
+private_dir() {
+    if [ ! -e "$1" ] && [ ! -L "$1" ]; then
+        mkdir -p -- "$(dirname -- "$1")"
+        mkdir -m 700 -- "$1" 2>/dev/null || true
+    fi
+    [ ! -L "$1" ] || fail "refusing \`$1\`: it is a symbolic link, not a private directory"
+    [ -d "$1" ] || fail "refusing \`$1\`: it is not a directory"
+    owner_mode=$(stat -c '%u %a' -- "$1")
+    owner=${owner_mode% *}
+    dir_mode=${owner_mode#* }
+    [ "$owner" = "$(id -u)" ] || fail "refusing \`$1\`: it is owned by uid $owner, not by uid $(id -u); remove it or let root own it"
+    [ $(( 0$dir_mode & 022 )) -eq 0 ] || fail "refusing \`$1\`: its mode $dir_mode lets other users write to it"
+}
+target=$path
+if [ -L "$path" ]; then
+    target=$(readlink -f -- "$path") || fail "cannot resolve the symbolic link \`$path\`"
+    [ -n "$target" ] || fail "cannot resolve the symbolic link \`$path\`"
+fi
+directory=$(dirname -- "$target")
+if [ "$private" = 1 ]; then
+    private_dir "$directory"
+else
+    mkdir -p -- "$directory"
+fi
+before=
+if [ -e "$target" ]; then
+    [ -f "$target" ] || fail "\`$target\` is not a regular file"
+    stat_line=$(stat -c '%u %g %a' -- "$target")
+    uid=${stat_line%% *}
+    rest=${stat_line#* }
+    gid=${rest% *}
+    mode=${rest#* }
+    sum=$(sha256sum -- "$target")
+    current=${sum%% *}
+    case $expected in
+        any|"$current") ;;
+        *) fail "\`$target\` changed since it was read; nothing was written" ;;
+    esac
+    if [ "$secret" = 1 ]; then
+        mode=$(printf '%o' $(( 0$mode & 07700 )))
+    fi
+    if [ -n "$images" ]; then
+        private_dir "$images"
+        if [ ! -e "$images/$current" ]; then
+            (umask 077 && cp -- "$target" "$images/.$current.tmp" && mv -f -- "$images/.$current.tmp" "$images/$current")
+        fi
+        before=$current
+    fi
+else
+    case $expected in
+        any|absent) ;;
+        *) fail "\`$target\` no longer exists since it was read; nothing was written" ;;
+    esac
+    uid=$(id -u)
+    gid=$(id -g)
+    mode=$new_mode
+fi
+temporary=$(mktemp -- "$directory/.cuda-upgrade.XXXXXX")
+trap 'rm -f -- "$temporary"' EXIT
+cat >"$temporary"
+chown -- "$uid:$gid" "$temporary"
+chmod -- "$mode" "$temporary"
+sync -- "$temporary" 2>/dev/null || true
+mv -f -- "$temporary" "$target"
+trap - EXIT
+printf 'wrote\t%s\t%s\n' "$target" "$before"
+"#;
+
+impl Transport {
+    /// Read `path` (through its symlinks) as exact bytes; [`FileContent::Absent`] when
+    /// there is no file. Anything else that stops the read is an error.
+    pub async fn read_file(&self, path: &Path) -> Result<FileContent, TransportError> {
+        let command = NodeCommand::new("sh")
+            .arg("-c")
+            .script("read-file", READ_SCRIPT)
+            .arg("read-file")
+            .arg(path.display().to_string());
+        let output = self.run(&command, None).await?;
+        let failed = |message: String| TransportError::ReadFile {
+            host: self.name().to_string(),
+            path: path.display().to_string(),
+            message,
+        };
+        if !output.success() {
+            return Err(failed(format!(
+                "exit status {:?}: {}",
+                output.status,
+                output.tail(5)
+            )));
+        }
+        let Some(newline) = output.stdout.iter().position(|byte| *byte == b'\n') else {
+            return Err(failed("the read printed nothing".to_string()));
+        };
+        match &output.stdout[..newline] {
+            b"absent" => Ok(FileContent::Absent),
+            b"present" => Ok(FileContent::Present(output.stdout[newline + 1..].to_vec())),
+            other => Err(failed(format!(
+                "unexpected answer `{}`",
+                String::from_utf8_lossy(other)
+            ))),
+        }
+    }
+
+    /// Write `content` as `spec` says (see the module's documentation).
+    pub async fn write_file(
+        &self,
+        content: Stdin<'_>,
+        spec: &WriteSpec,
+    ) -> Result<Written, TransportError> {
+        let expected = match &spec.expected {
+            Expected::Any => "any".to_string(),
+            Expected::Absent => "absent".to_string(),
+            Expected::Sha256(digest) => digest.clone(),
+        };
+        let flag = |on: bool| if on { "1" } else { "0" };
+        let command = NodeCommand::new("sh")
+            .arg("-c")
+            .script("write-file", WRITE_SCRIPT)
+            .arg("write-file")
+            .arg(spec.path.display().to_string())
+            .arg(format!("{:o}", spec.new_mode))
+            .arg(flag(spec.secret))
+            .arg(flag(spec.private_directory))
+            .arg(expected)
+            .arg(
+                spec.before_images
+                    .as_ref()
+                    .map(|dir| dir.display().to_string())
+                    .unwrap_or_default(),
+            );
+        let output = self.run_with(&command, content).await?;
+        let failed = |message: String| TransportError::WriteFile {
+            host: self.name().to_string(),
+            path: spec.path.display().to_string(),
+            message,
+        };
+        if !output.success() {
+            return Err(failed(output.tail(5)));
+        }
+        let text = output.stdout_text();
+        let line = text.lines().last().unwrap_or_default();
+        let mut fields = line.split('\t');
+        match (fields.next(), fields.next(), fields.next()) {
+            (Some("wrote"), Some(real_path), Some(before)) => Ok(Written {
+                real_path: PathBuf::from(real_path),
+                before_image: (!before.is_empty()).then(|| before.to_string()),
+            }),
+            _ => Err(failed(format!("unexpected answer `{line}`"))),
+        }
+    }
+}
