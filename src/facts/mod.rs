@@ -122,6 +122,9 @@ pub struct NodeFacts {
     pub torch: Option<TorchFacts>,
     /// The dynamic loader's cache and configuration.
     pub ldconfig: LdconfigFacts,
+    /// The root-only files holding the env step's secret values (never their content).
+    #[serde(default)]
+    pub secret_files: Vec<SecretFile>,
     /// Free space under `/`, `/usr/local`, the environment and `/tmp`.
     pub disk: Vec<DiskSpace>,
     /// What earlier applies recorded about source installs, e.g. sglang's rev and patches.
@@ -129,6 +132,60 @@ pub struct NodeFacts {
     pub install_records: Vec<InstallRecord>,
     /// How each probe section ended, for troubleshooting; not part of the digest.
     pub sections: Vec<SectionOutcome>,
+}
+
+/// A file holding secret values, as the probe sees it: who owns it, its mode and its
+/// digest, e.g. `/etc/cuda-upgrade/secrets/env-1f2e….json`, `0:0`, `0o600`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecretFile {
+    /// e.g. `/etc/cuda-upgrade/secrets/env-1f2e3d4c5b6a7988.json`.
+    pub path: PathBuf,
+    /// The owner's uid, e.g. `0`.
+    pub uid: u32,
+    /// The group's gid, e.g. `0`.
+    pub gid: u32,
+    /// Permission bits, e.g. `0o600`.
+    pub mode: u32,
+    /// The SHA-256 of the content in hex.
+    pub sha256: String,
+}
+
+impl SecretFile {
+    /// Whether only its owner, root, can read it.
+    pub fn is_private(&self) -> bool {
+        self.uid == 0 && self.mode & 0o077 == 0
+    }
+}
+
+/// Parses `PATH\tUID GID MODE\tSHA256` lines (section `secret-files`).
+fn parse_secret_files(text: &str) -> Result<Vec<SecretFile>, FactsError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(index, line)| {
+            let invalid = || FactsError::InvalidLine {
+                line: index + 1,
+                text: line.to_string(),
+            };
+            let mut fields = line.split('\t');
+            let (Some(path), Some(stat), Some(sha256)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                return Err(invalid());
+            };
+            let stat: Vec<&str> = stat.split(' ').collect();
+            let [uid, gid, mode] = stat.as_slice() else {
+                return Err(invalid());
+            };
+            Ok(SecretFile {
+                path: PathBuf::from(path),
+                uid: uid.parse().map_err(|_| invalid())?,
+                gid: gid.parse().map_err(|_| invalid())?,
+                mode: u32::from_str_radix(mode, 8).map_err(|_| invalid())?,
+                sha256: sha256.to_string(),
+            })
+        })
+        .collect()
 }
 
 /// What a source install left on the node, in `/var/lib/cuda-upgrade/records/NAME.json`.
@@ -252,6 +309,15 @@ impl NodeFacts {
             ldconfig.files = parse_library_files(&section.stdout)
                 .map_err(|error| error.in_section(&section.name))?;
         }
+        if let Some(section) = sections.succeeded("paths") {
+            ldconfig.directories = parse_library_files(&section.stdout)
+                .map_err(|error| error.in_section(&section.name))?;
+        }
+        let secret_files = match sections.succeeded("secret-files") {
+            Some(section) => parse_secret_files(&section.stdout)
+                .map_err(|error| error.in_section(&section.name))?,
+            None => Vec::new(),
+        };
         if let Some(section) = sections.succeeded("ld-so-conf") {
             ldconfig.conf_files = parse_ld_so_conf(&section.stdout)
                 .map_err(|error| error.in_section(&section.name))?;
@@ -295,6 +361,7 @@ impl NodeFacts {
             packages_source,
             torch,
             ldconfig,
+            secret_files,
             disk,
             install_records: sections
                 .succeeded("install-records")
