@@ -63,7 +63,7 @@ struct Expected {
 }
 
 fn packse_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/solver-scenarios/packse")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("solver-tests/packse")
 }
 
 /// A requirement of extra `extra`: the requirement with `extra == "…"` added to its markers.

@@ -35,7 +35,7 @@ pub enum Command {
     Apply(ApplyArgs),
     /// Run only the manifest's verification launch on a node: idle GPUs, detached start, log watched to ready or failure, health, stop.
     Verify(VerifyArgs),
-    /// Package indexes: record what resolving a manifest needs, show pip's default index.
+    /// Package indexes: record what resolving a manifest needs, record the sha256 of locked files, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
 }
@@ -273,6 +273,44 @@ pub enum IndexCommand {
     /// Print the URL of the index a manifest means by an index without `url`, and where
     /// it was found (`PIP_INDEX_URL`, pip's configuration, or pip's built-in default).
     DefaultUrl(IndexDefaultUrlArgs),
+    /// Download each locked file that has no sha256 from its index and record its digest
+    /// in `NAME.hashes.json` beside the manifest, where `lock`, `plan` and `apply` find it.
+    Hash(Box<IndexHashArgs>),
+}
+
+/// `upgrade index hash MANIFEST [--package NAME]... [--facts FILE | --local | --host H]`
+#[derive(Debug, Args)]
+#[group(id = "hash_node", required = false, multiple = false, args = ["local", "host", "facts"])]
+pub struct IndexHashArgs {
+    /// The manifest, e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// Only the locked file of this package (repeatable), e.g. `--package torchaudio`
+    /// [default: every locked file without a sha256].
+    #[arg(long = "package", value_name = "NAME")]
+    pub packages: Vec<String>,
+    /// The node the lock is for, as `plan` takes it: saved facts (`upgrade probe --format
+    /// json`, or the facts file `lock` reads) [default: the manifest's `target`].
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// Or probe the node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// Timeouts, retries and concurrency of the index client (the files are never cached).
+    #[command(flatten)]
+    pub network: NetworkArgs,
+    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3`.
+    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    pub python: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
+    pub format: IndexFormat,
 }
 
 /// `upgrade index snapshot MANIFEST -o FILE`

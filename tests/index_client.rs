@@ -996,3 +996,241 @@ fn snapshot_records_the_manifest_closure() {
         "metadata came from the cache"
     );
 }
+
+/// The seed manifest, copied into `dir` with its patch, its indexes pointed at `server`:
+/// `pytorch-cu130` at `/whl/cu130/`, `sgl-cu130` at `/sgl/cu130/`.
+fn seed_manifest_on(server: &Server, dir: &Path) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("manifests/sglang-0.5.9-cu130.yaml")).unwrap();
+    let text = text
+        .replace(
+            "url: https://download.pytorch.org/whl/cu130",
+            &format!("url: {}", server.url("/whl/cu130/")),
+        )
+        .replace(
+            "url: https://docs.sglang.ai/whl/cu130/",
+            &format!("url: {}", server.url("/sgl/cu130/")),
+        );
+    assert!(!text.contains("https://download.pytorch.org/whl"));
+    assert!(!text.contains("https://docs.sglang.ai/whl"));
+    std::fs::create_dir_all(dir.join("patches")).unwrap();
+    std::fs::copy(
+        root.join("manifests/patches/sglang-0.5.9-flashinfer-0.6.4.patch"),
+        dir.join("patches/sglang-0.5.9-flashinfer-0.6.4.patch"),
+    )
+    .unwrap();
+    let manifest = dir.join("seed.yaml");
+    std::fs::write(&manifest, text).unwrap();
+    manifest
+}
+
+/// `upgrade` run from the repository root, with pip's default index on loopback.
+fn upgrade_at(server: &Server, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("PIP_INDEX_URL", server.url("/simple/"))
+        .env_remove("PIP_CONFIG_FILE")
+        .output()
+        .unwrap()
+}
+
+const TORCHAUDIO: &str = "torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl";
+const H200_FACTS: &str = "tests/fixtures/facts/h200.facts.json";
+
+/// Serve `bytes` as the torchaudio wheel, on a PEP 503 page that announces `fragment`
+/// and also lists the cp311 build.
+fn serve_torchaudio(server: &Server, bytes: &[u8], fragment: Option<&str>) {
+    let fragment = fragment.map_or(String::new(), |digest| format!("#sha256={digest}"));
+    let cp311 = "torchaudio-2.9.1+cu130-cp311-cp311-manylinux_2_28_x86_64.whl";
+    server.route(
+        "/whl/cu130/torchaudio/",
+        Route::ok(
+            "text/html",
+            format!(
+                "<!DOCTYPE html><html><body>\n\
+                 <a href=\"/whl/cu130/{cp311}\">{cp311}</a><br/>\n\
+                 <a href=\"/whl/cu130/{TORCHAUDIO}{fragment}\" data-requires-python=\"&gt;=3.10\">{TORCHAUDIO}</a><br/>\n\
+                 </body></html>"
+            ),
+        ),
+    );
+    server.route(
+        &format!("/whl/cu130/{cp311}"),
+        Route::file(b"cp311".to_vec()),
+    );
+    server.route(
+        &format!("/whl/cu130/{TORCHAUDIO}"),
+        Route::file(bytes.to_vec()),
+    );
+}
+
+/// The seed stack's torchaudio wheel has no public sha256: `plan` blocks the pip step
+/// and names the one command that records it; that command, run as printed, downloads
+/// exactly the locked file from its index (loopback here), records the sha256 of the
+/// bytes served beside the manifest, and the next `plan` installs it with that hash.
+#[test]
+fn index_hash_records_the_digest_plan_asks_for() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = seed_manifest_on(&server, dir.path());
+    let manifest_text = manifest.display().to_string();
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    serve_torchaudio(&server, &bytes, None);
+
+    let plan = |format: &str| {
+        upgrade_at(
+            &server,
+            &[
+                "plan",
+                &manifest_text,
+                "--facts",
+                H200_FACTS,
+                "--format",
+                format,
+            ],
+        )
+    };
+    let before = plan("text");
+    assert_eq!(before.status.code(), Some(0), "{before:?}");
+    let before = String::from_utf8(before.stdout).unwrap();
+    let blocked = before
+        .lines()
+        .find(|line| line.contains("cannot be installed with `--require-hashes`"))
+        .unwrap_or_else(|| panic!("no pip block in:\n{before}"));
+    // sgl-kernel's digest comes from its index page; only torchaudio's is missing.
+    assert!(!blocked.contains("sgl_kernel"), "{blocked}");
+    assert!(
+        blocked.contains(&format!(
+            "`torchaudio==2.9.1+cu130`: the lock has no sha256 for `{TORCHAUDIO}`"
+        )),
+        "{blocked}"
+    );
+    let printed = blocked
+        .split_once("record it with: ")
+        .map(|(_, command)| command)
+        .unwrap();
+    assert_eq!(
+        printed,
+        format!("upgrade index hash {manifest_text} --facts {H200_FACTS} --package torchaudio")
+    );
+
+    // Run the printed command as printed (no cache, so the test reads nothing stale).
+    let words = cuda_upgrade::shell::split(printed).unwrap();
+    assert_eq!(words[0], "upgrade");
+    let mut args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    args.push("--no-cache");
+    let recorded = upgrade_at(&server, &args);
+    let stdout = String::from_utf8_lossy(&recorded.stdout);
+    assert_eq!(recorded.status.code(), Some(0), "{recorded:?}");
+    let served = support::sha256(&bytes);
+    assert!(
+        stdout.contains(&format!(
+            "recorded `{TORCHAUDIO}` (`torchaudio==2.9.1+cu130` from index `pytorch-cu130`, 300000 bytes): sha256 {served}"
+        )),
+        "{stdout}"
+    );
+    // Only the locked file was downloaded, whole and once; not its cp311 sibling.
+    let downloads: Vec<_> = server
+        .log()
+        .into_iter()
+        .filter(|logged| logged.path.ends_with(".whl"))
+        .collect();
+    assert_eq!(downloads.len(), 1, "{downloads:?}");
+    assert_eq!(downloads[0].path, format!("/whl/cu130/{TORCHAUDIO}"));
+    assert_eq!(downloads[0].range, None);
+    assert_eq!(downloads[0].body_bytes, bytes.len());
+
+    let hashes_path = dir.path().join("seed.hashes.json");
+    let hashes_text = std::fs::read_to_string(&hashes_path).unwrap();
+    let hashes: serde_json::Value = serde_json::from_str(&hashes_text).unwrap();
+    assert_eq!(hashes["schema"], 1);
+    assert_eq!(hashes["files"].as_array().unwrap().len(), 1);
+    let entry = &hashes["files"][0];
+    assert_eq!(entry["index"], "pytorch-cu130");
+    assert_eq!(entry["filename"], TORCHAUDIO);
+    assert_eq!(entry["sha256"], served.as_str());
+    assert_eq!(entry["size"], 300_000);
+    assert!(!hashes_text.contains("127.0.0.1"), "{hashes_text}");
+
+    // The next plan installs the file with the recorded hash: the pip step is not blocked.
+    let after = plan("json");
+    assert_eq!(after.status.code(), Some(0), "{after:?}");
+    let text = String::from_utf8(after.stdout).unwrap();
+    assert!(!text.contains("no sha256"), "{text}");
+    assert!(!text.contains("index hash"), "{text}");
+    let lock = upgrade_at(&server, &["lock", &manifest_text, "--facts", H200_FACTS]);
+    assert_eq!(lock.status.code(), Some(0), "{lock:?}");
+    let lock = String::from_utf8(lock.stdout).unwrap();
+    assert!(
+        lock.contains(&format!(
+            "torchaudio==2.9.1+cu130  # pytorch-cu130: {TORCHAUDIO} sha256:{served}"
+        )),
+        "{lock}"
+    );
+    assert!(!lock.contains("sha256:unknown"), "{lock}");
+
+    // Again: nothing left to record, nothing downloaded.
+    server.clear_log();
+    let again = upgrade_at(&server, &args);
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("already has a sha256"),
+        "{again:?}"
+    );
+    assert!(
+        server
+            .log()
+            .iter()
+            .all(|logged| !logged.path.ends_with(".whl"))
+    );
+}
+
+/// Bytes that contradict the digest the page announces are not recorded; a package
+/// the lock does not install from an index is refused by name.
+#[test]
+fn index_hash_refuses_bytes_that_contradict_the_page() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = seed_manifest_on(&server, dir.path());
+    let manifest_text = manifest.display().to_string();
+    let announced = "0".repeat(64);
+    serve_torchaudio(&server, b"not the announced bytes", Some(&announced));
+    let output = upgrade_at(
+        &server,
+        &[
+            "index",
+            "hash",
+            &manifest_text,
+            "--facts",
+            H200_FACTS,
+            "--package",
+            "torchaudio",
+            "--no-cache",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        stderr.contains(&format!("the index says `{announced}`")),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("seed.hashes.json").exists());
+
+    let output = upgrade_at(
+        &server,
+        &[
+            "index",
+            "hash",
+            &manifest_text,
+            "--package",
+            "sglang",
+            "--no-cache",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("has no index package of that name"),
+        "{output:?}"
+    );
+}

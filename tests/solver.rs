@@ -1,5 +1,5 @@
 //! The resolver's scenario runner: packse's public suite read as data from
-//! `../shared/solver-scenarios/packse/`, our own incidents from `solver-tests/scenarios/`.
+//! `solver-tests/packse/`, our own incidents from `solver-tests/scenarios/`.
 
 #[cfg(test)]
 #[path = "../solver-tests/packse.rs"]

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Build manifests/snapshots/sglang-0.5.9-cu130.json from recorded and transcribed data.
 
-Inputs, all in this directory or ../shared/reference/:
-- `../shared/reference/sglang-0.5.9-closure.pypi.json`, `seed-pins.pypi.json`: the
-  default index's metadata and CPython 3.11 files;
+Inputs, all in this directory or `reference/` beside it:
+- `reference/sglang-0.5.9-closure.pypi.json`, `reference/seed-pins.pypi.json`: the
+  default index's metadata and CPython 3.11 files (PyPI's JSON API, file names and
+  sha256 only);
 - `default-cp312.json`, `cu13-cp312.json`: the same releases' CPython 3.12 files and the
   CUDA 13 wheels torch+cu130 needs, recorded with `record.py`;
 - `transcribed.json`: the PyTorch cu130 and sgl-kernel cu130 releases, from documented
-  facts, each with its provenance; a file there is a name or {"filename", "sha256"}, the
-  sha256 taken from public pins of that exact file (named in the provenance).
+  facts, each with its provenance; a file there is a name, {"filename", "sha256"} (the
+  sha256 taken from public pins of that exact file, named in the provenance), or
+  {"filename", "sha256_from": "reference/PAGE.html"}: the digest that the copied index
+  page publishes for that file name in its `#sha256=` fragment;
+- `reference/sgl-kernel-cu130-index.html`: sgl-kernel's CUDA 13 index page. A page that
+  lists one file name more than once (a re-upload under the same URL) counts only its
+  last listing, the upload the URL serves now; `upgrade`'s page reader does the same.
 
 Output: the `Snapshot` format (schema 1): index names, file names, sha256, never a URL.
 Usage: build_snapshot.py [OUTPUT]  (run from anywhere; Python standard library only)
@@ -17,15 +23,55 @@ Usage: build_snapshot.py [OUTPUT]  (run from anywhere; Python standard library o
 import json
 import re
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-REFERENCE = ROOT.parent / "shared" / "reference"
+REFERENCE = HERE / "reference"
 
 
 def normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+class _Links(HTMLParser):
+    """Collects (file name, sha256) from the `<a href="…#sha256=…">` links of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.links = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag != "a":
+            return
+        href = dict(attrs).get("href") or ""
+        url = urlsplit(href)
+        if url.fragment.startswith("sha256="):
+            filename = unquote(url.path.rsplit("/", 1)[-1])
+            self.links.append((filename, url.fragment[len("sha256="):].lower()))
+
+
+def index_page_digests(path):
+    """File name -> sha256 of a PEP 503 page; a name listed again replaces its earlier
+    listing (the URL serves the last upload only)."""
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    digests = {}
+    for filename, sha256 in parser.links:
+        digests[filename] = sha256
+    return digests
+
+
+def resolve_file(file):
+    """A transcribed file entry with `sha256_from` turned into {"filename", "sha256"}."""
+    if not isinstance(file, dict) or "sha256_from" not in file:
+        return file
+    digests = index_page_digests(HERE / file["sha256_from"])
+    if file["filename"] not in digests:
+        sys.exit(f"{file['sha256_from']} does not list {file['filename']}")
+    return {"filename": file["filename"], "sha256": digests[file["filename"]]}
 
 
 def add(index, record, provenance=None):
@@ -71,6 +117,7 @@ def main():
     for index_name in ("pytorch-cu130", "sgl-cu130"):
         packages = {}
         for record in transcribed["indexes"][index_name]:
+            record = dict(record, files=[resolve_file(file) for file in record["files"]])
             add(packages, record, record["provenance"])
         indexes.append({"name": index_name, "packages": dict(sorted(packages.items()))})
     indexes.append({"name": "default", "packages": dict(sorted(default.items()))})
@@ -82,7 +129,7 @@ def main():
     snapshot = {
         "schema": 1,
         "recorded": "2026-12-02",
-        "how": "solver-tests/snapshot/build_snapshot.py: default index from ../shared/reference/ (CPython 3.11 files) and record.py (CPython 3.12 files, CUDA 13 wheels); pytorch-cu130 and sgl-cu130 transcribed (see each release's provenance)",
+        "how": "solver-tests/snapshot/build_snapshot.py: default index from solver-tests/snapshot/reference/ (CPython 3.11 files) and record.py (CPython 3.12 files, CUDA 13 wheels); pytorch-cu130 and sgl-cu130 transcribed (see each release's provenance)",
         "universe": {"indexes": indexes},
     }
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
 //! What `plan` and `apply` share: from a manifest and a node to that node's plan.
 //!
 //! Loads the manifest, gathers the node's facts in one round trip, resolves the
-//! manifest for that node (offline on a snapshot), finds each index's URL (pip's
-//! configured default for an entry without one), resolves `from_env` values on the
-//! controller, and plans.
+//! manifest for that node (offline on a snapshot, with the digests recorded beside the
+//! manifest), finds each index's URL (pip's configured default for an entry without
+//! one), resolves `from_env` values on the controller, and plans.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use crate::commands::CommandError;
 use crate::exec;
 use crate::facts::{NodeFacts, ProbeRequest};
-use crate::index::Snapshot;
 use crate::index::pip_config;
 use crate::manifest::{self, Manifest};
 use crate::plan::{self, NodePlan, PlanInput};
@@ -92,15 +91,12 @@ pub fn lock(
     snapshot: Option<&Path>,
 ) -> Result<Lock, CommandError> {
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
-    let snapshot = match snapshot {
-        Some(path) => Snapshot::read(path)?,
-        None => Snapshot::embedded()?,
-    };
+    let universe = super::lock::universe_for(&prepared.path, snapshot)?;
     let rules = RuleSet::embedded()?;
     let request = Request::from_manifest(&prepared.manifest, &prepared.path.display().to_string());
     Ok(crate::resolve::resolve(
         &request,
-        &snapshot.universe,
+        &universe,
         &environment,
         &rules,
     )?)
@@ -119,13 +115,15 @@ pub fn index_urls(manifest: &Manifest) -> Result<BTreeMap<String, String>, Comma
     Ok(urls)
 }
 
-/// Plan one node from its facts and a lock.
+/// Plan one node from its facts and a lock; `hash_command` records the digests the
+/// lock lacks (`super::index::hash_command`).
 pub fn plan_for(
     prepared: &Prepared,
     node: &str,
     facts: &NodeFacts,
     lock: &Lock,
     index_urls: &BTreeMap<String, String>,
+    hash_command: &str,
 ) -> Result<NodePlan, CommandError> {
     let manifest_dir = prepared
         .path
@@ -140,6 +138,7 @@ pub fn plan_for(
         facts,
         index_urls,
         env: &prepared.env,
+        hash_command,
     })?)
 }
 

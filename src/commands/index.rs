@@ -1,4 +1,5 @@
-//! `upgrade index snapshot MANIFEST -o FILE` and `upgrade index default-url`.
+//! `upgrade index snapshot MANIFEST -o FILE`, `upgrade index hash MANIFEST` and
+//! `upgrade index default-url`.
 //!
 //! `snapshot` turns the manifest into root requests (index packages with their
 //! specifiers, extras and pinned index; a git package with a `version` as the same
@@ -6,8 +7,15 @@
 //! (an index without `url` is pip's default), explores the closure for the target
 //! environment through the index client, and writes a [`Snapshot`]. The exploration
 //! itself is `index::client::explore`; this file only wires flags to it.
+//!
+//! `hash` resolves the manifest for a node exactly as `plan` does (the same snapshot,
+//! the digests already recorded beside the manifest, the node's facts), takes each
+//! locked index file that still has no sha256, finds it on its index's project page
+//! and records the sha256 of the bytes the index serves in the manifest's hashes file
+//! (`index::hashes`). [`hash_command`] is the command line the pip step names when a
+//! locked file has no sha256, repeating how the plan chose its node.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -16,18 +24,26 @@ use pep440_rs::Version;
 use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, PackageName, Requirement};
 use serde::Serialize;
 
-use crate::cli::{IndexCommand, IndexDefaultUrlArgs, IndexFormat, IndexSnapshotArgs, NetworkArgs};
-use crate::commands::{CommandError, ExitStatus};
+use crate::cli::{
+    IndexCommand, IndexDefaultUrlArgs, IndexFormat, IndexHashArgs, IndexSnapshotArgs, NetworkArgs,
+    NodeArgs, SshArgs,
+};
+use crate::commands::{CommandError, ExitStatus, converge, lock, node, runtime};
+use crate::exec;
 use crate::index::client::explore::TargetPlatform;
 use crate::index::client::{
     ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
     Reporter, RootRequest, explore, redact,
 };
+use crate::index::hashes::{HASHES_SCHEMA, RecordedHash, RecordedHashes};
 use crate::index::pip_config::{self, DefaultIndex, PipConfigError};
 use crate::index::{SNAPSHOT_SCHEMA, Snapshot, SnapshotError};
 use crate::manifest::{self, Manifest, PackageOrigin};
 use crate::printer::Printer;
+use crate::resolve::{LockedSource, TargetEnvironment};
+use crate::rules::RuleSet;
 use crate::settings;
+use crate::shell;
 
 /// Failed to run an `index` verb.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +105,28 @@ pub enum IndexCommandError {
         /// e.g. `-1`.
         value: f64,
     },
+    /// `--package` names a package the lock does not install from an index.
+    #[error(
+        "Failed to record the sha256 of `{package}`: the lock of `{manifest}` for this node has no index package of that name"
+    )]
+    NotLocked {
+        /// e.g. `torchaudo`.
+        package: String,
+        /// e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+        manifest: String,
+    },
+    /// The index does not list the locked file (any more).
+    #[error(
+        "Failed to record the sha256 of `{filename}`: index `{index}` does not list it at `{url}`"
+    )]
+    NotListed {
+        /// e.g. `torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
+        filename: String,
+        /// e.g. `pytorch-cu130`.
+        index: String,
+        /// The project page, credentials removed.
+        url: String,
+    },
     /// A manifest package or a `--with` value could not be read as a requirement.
     #[error("Failed to read `{name}` as a requirement")]
     Requirement {
@@ -110,7 +148,9 @@ impl IndexCommandError {
             | Self::UnknownIndex { .. }
             | Self::Duration { .. }
             | Self::Requirement { .. }
+            | Self::NotLocked { .. }
             | Self::PipConfig(_) => ExitStatus::InvalidInput,
+            Self::NotListed { .. } => ExitStatus::Failure,
             Self::Client(ClientError::IndexUrl { .. }) => ExitStatus::InvalidInput,
             Self::Client(_) | Self::Snapshot { .. } | Self::Runtime(_) => ExitStatus::Failure,
         }
@@ -122,7 +162,253 @@ pub fn run(command: IndexCommand, printer: &mut Printer) -> Result<ExitStatus, C
     match command {
         IndexCommand::Snapshot(args) => snapshot(*args, printer),
         IndexCommand::DefaultUrl(args) => default_url(&args, printer),
+        IndexCommand::Hash(args) => hash(&args, printer),
     }
+}
+
+/// How a plan chose its node, so the command that records missing digests chooses the
+/// same one.
+#[derive(Debug, Clone, Copy)]
+pub enum NodeChoice<'a> {
+    /// `--facts FILE`.
+    Facts(&'a Path),
+    /// `--local` or `--host H` with its SSH settings.
+    Probed(&'a NodeArgs, &'a SshArgs),
+}
+
+/// The `upgrade index hash` command line that records the missing digests of the lock
+/// `plan` made for this manifest, node and snapshot, e.g. `upgrade index hash
+/// manifests/x.yaml --facts h200.facts.json`; the pip step adds `--package NAME`.
+pub fn hash_command(manifest: &Path, node: NodeChoice<'_>, snapshot: Option<&Path>) -> String {
+    let path = |path: &Path| path.display().to_string();
+    let mut words = vec![
+        "upgrade".to_string(),
+        "index".to_string(),
+        "hash".to_string(),
+        path(manifest),
+    ];
+    match node {
+        NodeChoice::Facts(facts) => words.extend(["--facts".to_string(), path(facts)]),
+        NodeChoice::Probed(node, ssh) => {
+            match &node.host {
+                Some(host) => words.extend(["--host".to_string(), host.clone()]),
+                None => words.push("--local".to_string()),
+            }
+            if let Some(config) = &ssh.ssh_config {
+                words.extend(["--ssh-config".to_string(), path(config)]);
+            }
+            if let Some(known_hosts) = &ssh.known_hosts {
+                words.extend(["--known-hosts".to_string(), path(known_hosts)]);
+            }
+            if ssh.accept_new_host_keys {
+                words.push("--accept-new-host-keys".to_string());
+            }
+        }
+    }
+    if let Some(snapshot) = snapshot {
+        words.extend(["--snapshot".to_string(), path(snapshot)]);
+    }
+    words
+        .iter()
+        .map(|word| shell::quote(word))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One file whose digest was recorded, for the report.
+#[derive(Debug, Serialize)]
+struct HashedFile {
+    package: String,
+    version: String,
+    index: String,
+    filename: String,
+    sha256: String,
+    size: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct HashReport {
+    file: String,
+    recorded: Vec<HashedFile>,
+    /// Named with `--package` but already with a sha256, e.g. `torch`.
+    already_hashed: Vec<String>,
+}
+
+/// A locked index file without a sha256: package, version, index, file name.
+type Unhashed = (String, String, String, String);
+
+fn hash(args: &IndexHashArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let manifest = manifest::load_file(&args.manifest)?;
+    let manifest_file = args.manifest.display().to_string();
+    let runtime = runtime()?;
+    let environment = match (&args.facts, args.node.local || args.node.host.is_some()) {
+        (Some(path), _) => {
+            let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
+            TargetEnvironment::read_facts(&manifest, &text, &path.display().to_string())?
+        }
+        (None, true) => {
+            let selection = node::selection(&args.node, &args.ssh);
+            let facts = runtime.block_on(async {
+                let transport = exec::connect(&selection).await?;
+                exec::gather_facts(&transport, &converge::probe_request(&manifest)).await
+            })?;
+            TargetEnvironment::from_node(&manifest, &facts)?
+        }
+        (None, false) => TargetEnvironment::from_manifest(&manifest)?,
+    };
+    let universe = lock::universe_for(&args.manifest, args.snapshot.as_deref())?;
+    let rules = RuleSet::embedded()?;
+    let locked = lock::lock_manifest(&manifest, &manifest_file, &environment, &universe, &rules)?;
+    let hashes_path = RecordedHashes::path_for(&args.manifest);
+    let mut recorded = RecordedHashes::read_optional(&hashes_path)?.unwrap_or(RecordedHashes {
+        schema: HASHES_SCHEMA,
+        files: Vec::new(),
+    });
+
+    let named: Vec<String> = args
+        .packages
+        .iter()
+        .map(|name| {
+            PackageName::from_str(name)
+                .map(|name| name.to_string())
+                .map_err(|source| IndexCommandError::Requirement {
+                    name: name.clone(),
+                    source: Box::new(source),
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    for name in &named {
+        let is_index_package = locked
+            .package(name)
+            .is_some_and(|package| matches!(package.source, LockedSource::Index { .. }));
+        if !is_index_package {
+            return Err(IndexCommandError::NotLocked {
+                package: name.clone(),
+                manifest: manifest_file.clone(),
+            }
+            .into());
+        }
+    }
+    let mut wanted: Vec<Unhashed> = Vec::new();
+    let mut already_hashed = Vec::new();
+    for package in &locked.packages {
+        let LockedSource::Index {
+            index,
+            file,
+            sha256,
+        } = &package.source
+        else {
+            continue;
+        };
+        if !named.is_empty() && !named.contains(&package.name) {
+            continue;
+        }
+        if sha256.is_some() {
+            if !named.is_empty() {
+                already_hashed.push(package.name.clone());
+            }
+            continue;
+        }
+        wanted.push((
+            package.name.clone(),
+            package.version.clone(),
+            index.clone(),
+            file.clone(),
+        ));
+    }
+
+    let client =
+        IndexClient::new(client_settings(&args.network)?).map_err(IndexCommandError::from)?;
+    let mut report = HashReport {
+        file: hashes_path.display().to_string(),
+        recorded: Vec::new(),
+        already_hashed,
+    };
+    for (package, version, index, filename) in wanted {
+        let url = match manifest.index(&index).and_then(|entry| entry.url.clone()) {
+            Some(url) => url,
+            None => {
+                pip_config::default_index(args.python.as_os_str())
+                    .map_err(IndexCommandError::from)?
+                    .url
+            }
+        };
+        let location = IndexLocation::new(&index, &url).map_err(IndexCommandError::from)?;
+        let name =
+            PackageName::from_str(&package).map_err(|source| IndexCommandError::Requirement {
+                name: package.clone(),
+                source: Box::new(source),
+            })?;
+        let digest = runtime.block_on(async {
+            let files = client.fetch_project(&location, &name).await?;
+            let file = files
+                .into_iter()
+                .flatten()
+                .find(|listed| listed.filename == filename);
+            match file {
+                Some(file) => client.file_digest(&location, &file).await.map(Some),
+                None => Ok(None),
+            }
+        });
+        let Some(digest) = digest.map_err(IndexCommandError::from)? else {
+            return Err(IndexCommandError::NotListed {
+                filename,
+                index,
+                url: location
+                    .project_url(&name)
+                    .map(|url| redact(&url))
+                    .unwrap_or_else(|_| redact(&location.url)),
+            }
+            .into());
+        };
+        recorded.record(RecordedHash {
+            index: index.clone(),
+            filename: filename.clone(),
+            sha256: digest.sha256.clone(),
+            size: Some(digest.size),
+            recorded: today(),
+            how: format!("upgrade index hash: downloaded from index `{index}`"),
+        });
+        // Written after every file, so a later failure keeps what was recorded.
+        recorded.write(&hashes_path)?;
+        report.recorded.push(HashedFile {
+            package,
+            version,
+            index,
+            filename,
+            sha256: digest.sha256.to_string(),
+            size: digest.size,
+        });
+    }
+
+    let text = match args.format {
+        IndexFormat::Json => json_line(&report)?,
+        IndexFormat::Text => {
+            let mut text = String::new();
+            for file in &report.recorded {
+                text.push_str(&format!(
+                    "recorded `{}` (`{}=={}` from index `{}`, {} bytes): sha256 {}\n",
+                    file.filename, file.package, file.version, file.index, file.size, file.sha256
+                ));
+            }
+            for name in &report.already_hashed {
+                text.push_str(&format!("`{name}`: its locked file already has a sha256\n"));
+            }
+            if report.recorded.is_empty() {
+                text.push_str("nothing to record: every locked file asked for has a sha256\n");
+            } else {
+                text.push_str(&format!(
+                    "wrote {} ({} file{} recorded); `lock`, `plan` and `apply` read it beside the manifest\n",
+                    report.file,
+                    report.recorded.len(),
+                    if report.recorded.len() == 1 { "" } else { "s" }
+                ));
+            }
+            text
+        }
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(ExitStatus::Success)
 }
 
 #[derive(Debug, Serialize)]
@@ -242,14 +528,14 @@ impl SnapshotSettings {
             max_projects,
             max_versions,
             max_releases,
-            client: client_settings(network)?,
+            client: client_settings(&network)?,
             python,
             format,
         })
     }
 }
 
-fn client_settings(network: NetworkArgs) -> Result<ClientSettings, IndexCommandError> {
+fn client_settings(network: &NetworkArgs) -> Result<ClientSettings, IndexCommandError> {
     let NetworkArgs {
         cache_dir,
         no_cache,
@@ -259,6 +545,8 @@ fn client_settings(network: NetworkArgs) -> Result<ClientSettings, IndexCommandE
         retries,
         concurrency,
     } = network;
+    let (connect_timeout, timeout, retries, concurrency) =
+        (*connect_timeout, *timeout, *retries, *concurrency);
     let seconds = |flag: &'static str, value: f64| {
         if value.is_finite() && value > 0.0 {
             Ok(Duration::from_secs_f64(value))
@@ -271,12 +559,12 @@ fn client_settings(network: NetworkArgs) -> Result<ClientSettings, IndexCommandE
         timeout: seconds("--timeout", timeout)?,
         retries,
         concurrency,
-        cache_dir: if no_cache {
+        cache_dir: if *no_cache {
             None
         } else {
-            cache_dir.or_else(settings::default_cache_dir)
+            cache_dir.clone().or_else(settings::default_cache_dir)
         },
-        offline,
+        offline: *offline,
         ..ClientSettings::default()
     })
 }

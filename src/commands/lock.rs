@@ -1,7 +1,8 @@
 //! `upgrade lock MANIFEST`: resolve a manifest for a node, offline by default.
 //!
 //! The universe is the snapshot embedded in the binary unless `--snapshot` names
-//! another; the node is the manifest's `target` and `toolkit` unless `--facts` names a
+//! another, with the digests recorded beside the manifest (`NAME.hashes.json`, written
+//! by `upgrade index hash`) laid over it; the node is the manifest's `target` and `toolkit` unless `--facts` names a
 //! facts file. Prints or writes the lock; exits 3 with the conflict report when the
 //! manifest cannot be resolved.
 
@@ -9,6 +10,7 @@ use std::path::Path;
 
 use crate::cli::{LockArgs, LockFormat};
 use crate::commands::{CommandError, ExitStatus};
+use crate::index::hashes::RecordedHashes;
 use crate::index::{Snapshot, Universe};
 use crate::manifest::{self, Manifest};
 use crate::printer::Printer;
@@ -27,6 +29,20 @@ pub fn lock_manifest(
     resolve::resolve(&request, universe, environment, rules)
 }
 
+/// The snapshot at `path` (the embedded one without), with the digests recorded beside
+/// `manifest` laid over it: what `lock`, `plan`, `apply` and `index hash` resolve on.
+pub fn universe_for(manifest: &Path, path: Option<&Path>) -> Result<Universe, CommandError> {
+    let mut snapshot = match path {
+        Some(path) => Snapshot::read(path)?,
+        None => Snapshot::embedded()?,
+    };
+    let hashes_path = RecordedHashes::path_for(manifest);
+    if let Some(recorded) = RecordedHashes::read_optional(&hashes_path)? {
+        recorded.apply(&mut snapshot.universe, &hashes_path)?;
+    }
+    Ok(snapshot.universe)
+}
+
 /// Run `upgrade lock`.
 pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     let manifest = manifest::load_file(&args.manifest)?;
@@ -38,12 +54,9 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         }
         None => TargetEnvironment::from_manifest(&manifest)?,
     };
-    let snapshot = match &args.snapshot {
-        Some(path) => Snapshot::read(path)?,
-        None => Snapshot::embedded()?,
-    };
+    let universe = universe_for(&args.manifest, args.snapshot.as_deref())?;
     let rules = RuleSet::embedded()?;
-    let lock = match lock_manifest(&manifest, &file, &environment, &snapshot.universe, &rules) {
+    let lock = match lock_manifest(&manifest, &file, &environment, &universe, &rules) {
         Ok(lock) => lock,
         Err(ResolveError::Unresolvable { manifest, report }) => {
             if args.format == LockFormat::Json {

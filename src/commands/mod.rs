@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 use crate::index::SnapshotError;
+use crate::index::hashes::HashesError;
 use crate::manifest::ManifestError;
 use crate::printer::Printer;
 use crate::resolve::{ConflictReport, ResolveError};
@@ -74,6 +75,9 @@ pub enum CommandError {
     /// A snapshot file could not be read.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// The digests recorded beside a manifest could not be read, applied or written.
+    #[error(transparent)]
+    Hashes(#[from] HashesError),
     /// The environment or facts could not be read, or the solver failed.
     #[error(transparent)]
     Resolve(ResolveError),
@@ -146,6 +150,11 @@ impl CommandError {
             Self::Manifest(_)
             | Self::Rules(_)
             | Self::Snapshot(_)
+            | Self::Hashes(
+                HashesError::Parse { .. }
+                | HashesError::Schema { .. }
+                | HashesError::Conflict { .. },
+            )
             | Self::Facts(_)
             | Self::Env(_)
             | Self::PipConfig(_)
@@ -156,6 +165,7 @@ impl CommandError {
             | Self::NoVerify { .. } => ExitStatus::InvalidInput,
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Exec(_)
+            | Self::Hashes(HashesError::Io { .. })
             | Self::Runtime(_)
             | Self::Output(_) => ExitStatus::Failure,
             Self::Resolve(_) => ExitStatus::InvalidInput,

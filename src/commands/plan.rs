@@ -3,6 +3,7 @@
 
 use crate::cli::{PlanArgs, PlanFormat};
 use crate::commands::converge::{self, PLAN_SCHEMA, SavedPlan};
+use crate::commands::index::{self, NodeChoice};
 use crate::commands::{CommandError, ExitStatus, node, runtime};
 use crate::exec;
 use crate::facts::NodeFacts;
@@ -25,7 +26,12 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     };
     let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref())?;
     let urls = converge::index_urls(&prepared.manifest)?;
-    let node_plan = converge::plan_for(&prepared, &node_name, &facts, &lock, &urls)?;
+    let node_choice = match &args.facts {
+        Some(path) => NodeChoice::Facts(path),
+        None => NodeChoice::Probed(&args.node, &args.ssh),
+    };
+    let hash_command = index::hash_command(&args.manifest, node_choice, args.snapshot.as_deref());
+    let node_plan = converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
     if let Some(path) = &args.output {
         let saved = SavedPlan {
             schema: PLAN_SCHEMA,

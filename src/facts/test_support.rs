@@ -1,11 +1,11 @@
-//! Shared test code: reads the real H200 captures under `../shared/fixtures/probe/h200-cuda13/`
+//! Shared test code: reads the real H200 captures under `tests/fixtures/h200-cuda13/`
 //! and the synthetic fixtures under `tests/fixtures/facts/`.
 
 use std::path::PathBuf;
 
-/// The directory of the real H200 captures, beside the repository checkout.
+/// The directory of the real H200 captures, inside the repository.
 pub(crate) fn capture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/probe/h200-cuda13")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/h200-cuda13")
 }
 
 /// The text of a real capture, e.g. `query-gpu.csv`.

@@ -1,9 +1,10 @@
 //! The universe of packages and where it comes from: snapshot files, find-links
-//! directories and live indexes.
+//! directories and live indexes, with the digests recorded beside a manifest.
 
 pub mod client;
 pub mod filename;
 pub mod find_links;
+pub mod hashes;
 pub mod metadata;
 mod model;
 pub mod pip_config;

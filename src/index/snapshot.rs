@@ -102,3 +102,88 @@ impl Snapshot {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use pep508_rs::PackageName;
+    use url::Url;
+
+    use super::*;
+    use crate::index::client::simple::parse_page;
+
+    /// sgl-kernel's page lists the shipped wheel five times under one URL with five
+    /// digests (re-uploads). The snapshot records one file with one digest: the page's
+    /// last listing, the upload the URL serves — the same digest the index client reads
+    /// from the page — never a stale one, never all five.
+    #[test]
+    fn sgl_kernel_carries_the_digest_of_the_upload_served() {
+        let filename = "sgl_kernel-0.3.21+cu130-cp310-abi3-manylinux2014_x86_64.whl";
+        let snapshot = Snapshot::embedded().unwrap();
+        let releases = &snapshot.universe.index("sgl-cu130").unwrap().packages
+            [&PackageName::from_str("sgl-kernel").unwrap()];
+        let files: Vec<_> = releases
+            .iter()
+            .flat_map(|release| &release.files)
+            .filter(|file| file.filename == filename)
+            .collect();
+        assert_eq!(files.len(), 1);
+        let recorded = files[0].sha256.as_ref().unwrap().as_str();
+
+        let html =
+            include_str!("../../solver-tests/snapshot/reference/sgl-kernel-cu130-index.html");
+        let page = Url::parse("https://docs.sglang.ai/whl/cu130/sgl-kernel/").unwrap();
+        let listed = parse_page(html.as_bytes(), Some("text/html"), &page, &page).unwrap();
+        let served = listed
+            .iter()
+            .find(|file| file.filename == filename)
+            .unwrap();
+        assert_eq!(recorded, served.sha256.as_ref().unwrap().as_str());
+        assert_eq!(
+            recorded,
+            "4be1313f82808f0fb6df8107e79f6b6cea07a4aa2b20139e0342eafe31eb28bd"
+        );
+        // The earlier uploads' digests are on the page, and none is recorded.
+        for stale in [
+            "c9a389f5eca00675c6e842faafb4c66f01edf49c8a4f58185978fa294f461822",
+            "970e10c14f3349b8e0e4a660b8de2c4fb1e82162c115186ebc0ca6e32952532b",
+            "3a0b3eb1ac55a0f46ea8f4e006d0b641a36c15a1e9f42ed506c7f3790acf68b1",
+            "b1f78776faf645ad82ddedf0e5dbbc5a612d558a7aba5c29956ef68ded479230",
+        ] {
+            assert!(html.contains(&format!("{filename}#sha256={stale}")));
+            assert_ne!(recorded, stale);
+        }
+    }
+
+    /// The CPython 3.12 files of the shipped snapshot without a sha256: torchaudio's,
+    /// which no public source pins (`upgrade index hash` records it), and the cu130
+    /// index's triton, which the explicit index never serves to the seed manifest.
+    #[test]
+    fn cp312_files_without_a_digest() {
+        let snapshot = Snapshot::embedded().unwrap();
+        let mut missing: Vec<String> = snapshot
+            .universe
+            .indexes
+            .iter()
+            .flat_map(|index| {
+                index.packages.values().flatten().flat_map(move |release| {
+                    release
+                        .files
+                        .iter()
+                        .filter(|file| file.sha256.is_none())
+                        .filter(|file| !file.filename.contains("-cp311-"))
+                        .map(move |file| format!("{}: {}", index.name, file.filename))
+                })
+            })
+            .collect();
+        missing.sort();
+        assert_eq!(
+            missing,
+            [
+                "pytorch-cu130: torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "pytorch-cu130: triton-3.5.1-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            ]
+        );
+    }
+}

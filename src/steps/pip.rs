@@ -12,7 +12,7 @@ use crate::facts::NodeFacts;
 use crate::resolve::{Lock, LockedSource};
 use crate::transport::NodeCommand;
 
-use super::{Action, Operation, Step, StepKind, Verification};
+use super::{Action, Operation, STAGING_DIR, Step, StepKind, Verification};
 
 /// Packages that belong to the environment itself and are never removed.
 const TOOLING: &[&str] = &["pip", "setuptools", "wheel"];
@@ -21,11 +21,13 @@ const TOOLING: &[&str] = &["pip", "setuptools", "wheel"];
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PipError {
     /// A locked file has no sha256, so it cannot be installed with `--require-hashes`.
-    #[error("Failed to pin `{package}`: the lock records no sha256 for `{file}`")]
+    #[error("`{package}=={version}`: the lock has no sha256 for `{file}`")]
     MissingHash {
-        /// e.g. `torch`.
+        /// e.g. `torchaudio`.
         package: String,
-        /// e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
+        /// e.g. `2.9.1+cu130`.
+        version: String,
+        /// e.g. `torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
         file: String,
     },
     /// The lock names an index the caller has no URL for.
@@ -38,15 +40,15 @@ pub enum PipError {
     },
 }
 
-/// Where requirement files are staged on the node.
-pub const STAGING_DIR: &str = "/var/tmp/cuda-upgrade";
-
-/// Plan the step. `index_urls` maps each index name of the lock to its URL.
+/// Plan the step. `index_urls` maps each index name of the lock to its URL;
+/// `hash_command` is the command that records missing digests (the step blocks with it,
+/// plus `--package NAME`, when a locked file has no sha256).
 pub fn plan(
     lock: &Lock,
     python: &Path,
     facts: &NodeFacts,
     index_urls: &BTreeMap<String, String>,
+    hash_command: &str,
 ) -> Result<Step, PipError> {
     let installed: BTreeMap<String, Option<String>> = facts
         .packages
@@ -81,6 +83,7 @@ pub fn plan(
         let Some(sha256) = sha256.as_ref() else {
             unhashed.push(PipError::MissingHash {
                 package: package.name.clone(),
+                version: package.version.clone(),
                 file: file.clone(),
             });
             install.push(format!("{}=={}", package.name, package.version));
@@ -112,11 +115,7 @@ pub fn plan(
     let mut operations = Vec::new();
     for (index, lines) in &by_index {
         let file = PathBuf::from(STAGING_DIR).join(format!("requirements-{index}.txt"));
-        operations.push(Operation::Upload {
-            path: file.clone(),
-            mode: 0o644,
-            content: lines.concat().into_bytes(),
-        });
+        operations.push(Operation::staged(file.clone(), lines.concat().into_bytes()));
         operations.push(Operation::Run(
             NodeCommand::new(python_text.clone())
                 .args([
@@ -173,13 +172,7 @@ pub fn plan(
             ),
         ),
     };
-    let blocked = (!unhashed.is_empty()).then(|| {
-        format!(
-            "{} locked file(s) have no sha256, so they cannot be installed with `--require-hashes`: {}; record them from their index (`upgrade index snapshot`)",
-            unhashed.len(),
-            unhashed.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
-        )
-    });
+    let blocked = (!unhashed.is_empty()).then(|| missing_hashes(&unhashed, hash_command));
     Ok(Step {
         kind: StepKind::PipPins,
         subject: python_text.clone(),
@@ -197,6 +190,31 @@ pub fn plan(
                 .any(|package| matches!(package.source, LockedSource::Git { .. })),
         }),
     })
+}
+
+/// Why the step blocks on files without a sha256, ending in the one command that
+/// records them, e.g. ``…; record it with: upgrade index hash m.yaml --package torchaudio``.
+fn missing_hashes(unhashed: &[PipError], hash_command: &str) -> String {
+    let packages: String = unhashed
+        .iter()
+        .filter_map(|error| match error {
+            PipError::MissingHash { package, .. } => Some(format!(" --package {package}")),
+            PipError::UnknownIndex { .. } => None,
+        })
+        .collect();
+    let (it, them) = if unhashed.len() == 1 {
+        ("it", "it")
+    } else {
+        ("they", "them")
+    };
+    format!(
+        "{}, so {it} cannot be installed with `--require-hashes`; record {them} with: {hash_command}{packages}",
+        unhashed
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    )
 }
 
 fn summary(items: &[String]) -> String {

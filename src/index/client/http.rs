@@ -5,6 +5,10 @@
 //! Retried: connection failures, `5xx` and `429` (honouring a `Retry-After` in
 //! seconds, capped by the backoff ceiling). Not retried: a request that ran past its
 //! total timeout (retrying would multiply a long wait), and every other status.
+//!
+//! A file whose digest is wanted ([`Http::digest`]) is streamed through sha256, never
+//! held whole; there the timeout bounds each wait for more data, not the whole
+//! download, so a large wheel on a slow link still completes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,12 +18,17 @@ use reqwest::header::{
     ACCEPT, CONTENT_RANGE, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue, IF_MODIFIED_SINCE,
     IF_NONE_MATCH, LAST_MODIFIED, RANGE, RETRY_AFTER,
 };
+use sha2::Digest;
 use tokio::sync::Semaphore;
 use url::Url;
 
 use super::cache::{Cache, CachedPage};
 use super::error::ClientError;
 use super::{ClientSettings, redact};
+
+/// The longest a streamed download may take in all, e.g. a large wheel on a slow link;
+/// each wait for more data is bounded by the client's timeout.
+const DOWNLOAD_LIMIT: Duration = Duration::from_secs(6 * 60 * 60);
 
 /// A response read whole, under the concurrency permit and the timeout.
 #[derive(Debug)]
@@ -178,6 +187,69 @@ impl Http {
         } else {
             Err(status_error(index, url, reply.status))
         }
+    }
+
+    /// GET a file and return its sha256 and length, hashing while it streams in.
+    /// Connection failures, `5xx` and `429` before the body are retried like any
+    /// request; a stall longer than the timeout while reading fails.
+    pub async fn digest(&self, index: &str, url: &Url) -> Result<(String, u64), ClientError> {
+        if self.settings.offline {
+            return Err(ClientError::Offline {
+                url: redact(url),
+                index: index.to_string(),
+            });
+        }
+        let request_error = |source: reqwest::Error| ClientError::Request {
+            url: redact(url),
+            index: index.to_string(),
+            source: source.without_url(),
+        };
+        let stalled = || ClientError::Timeout {
+            url: redact(url),
+            index: index.to_string(),
+            timeout: self.settings.timeout,
+        };
+        let _permit = self.semaphore.acquire().await;
+        let mut attempt = 0;
+        let mut response = loop {
+            let sent = tokio::time::timeout(
+                self.settings.timeout,
+                self.client.get(url.clone()).timeout(DOWNLOAD_LIMIT).send(),
+            )
+            .await
+            .map_err(|_| stalled())?;
+            let retry_after = match &sent {
+                Ok(response) if is_retryable_status(response.status()) => {
+                    Some(retry_after(response.headers()))
+                }
+                Err(error) if error.is_connect() => Some(None),
+                _ => None,
+            };
+            match (retry_after, sent) {
+                (Some(hint), _) if attempt < self.settings.retries => {
+                    let delay = hint.unwrap_or_else(|| self.backoff(attempt));
+                    tokio::time::sleep(delay.min(self.settings.max_backoff)).await;
+                    attempt += 1;
+                }
+                (_, Ok(response)) if response.status().is_success() => break response,
+                (_, Ok(response)) => return Err(status_error(index, url, response.status())),
+                (_, Err(source)) => return Err(request_error(source)),
+            }
+        };
+        let mut hasher = sha2::Sha256::new();
+        let mut length: u64 = 0;
+        loop {
+            let chunk = tokio::time::timeout(self.settings.timeout, response.chunk())
+                .await
+                .map_err(|_| stalled())?
+                .map_err(request_error)?;
+            let Some(chunk) = chunk else {
+                break;
+            };
+            hasher.update(&chunk);
+            length += u64::try_from(chunk.len()).unwrap_or(u64::MAX);
+        }
+        Ok((hex::encode(hasher.finalize()), length))
     }
 
     /// GET a byte range of a file.

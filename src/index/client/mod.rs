@@ -1,6 +1,7 @@
 //! The live index client: project pages (PEP 691 JSON or PEP 503 HTML), release
 //! metadata (PEP 658 files, else `METADATA` read out of the wheel with HTTP range
-//! requests), an on-disk cache, and the closure explorer that `index snapshot` uses.
+//! requests), an on-disk cache, the closure explorer that `index snapshot` uses, and
+//! the digest of a whole file that `index hash` records.
 //!
 //! This is the only module of the crate that does network I/O. It turns what an
 //! index serves into the [`crate::index::Universe`] model; which index may serve a
@@ -16,6 +17,7 @@ pub mod simple;
 
 use std::cell::Cell;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +37,7 @@ use self::range::{SparseFile, SparseReader};
 use crate::index::filename::DistFilename;
 use crate::index::metadata::{CoreMetadata, read_wheel_metadata};
 use crate::index::model::{DistFile, Release};
+use crate::manifest::Sha256;
 
 /// How many bytes of a wheel's tail the first range request asks for.
 const TAIL_BYTES: u64 = 64 * 1024;
@@ -246,6 +249,33 @@ impl IndexClient {
         Ok(metadata)
     }
 
+    /// The sha256 and size of a listed file, computed while downloading it (never
+    /// cached: the point is what the index serves now). When the page announces a
+    /// digest, the download must match it.
+    pub async fn file_digest(
+        &self,
+        index: &IndexLocation,
+        file: &ProjectFile,
+    ) -> Result<FileDigest, ClientError> {
+        let (actual, size) = self.http.digest(&index.name, &file.url).await?;
+        if let Some(expected) = &file.sha256
+            && expected.as_str() != actual
+        {
+            return Err(ClientError::HashMismatch {
+                url: redact(&file.url),
+                index: index.name.clone(),
+                expected: expected.to_string(),
+                actual,
+            });
+        }
+        let sha256 = Sha256::from_str(&actual).map_err(|reason| ClientError::Page {
+            url: redact(&file.url),
+            index: index.name.clone(),
+            reason,
+        })?;
+        Ok(FileDigest { sha256, size })
+    }
+
     /// One release assembled from the files of `version`: metadata from the best
     /// file (a PEP 658 offer first, then a wheel, preferring `preferred` files), all
     /// files listed with hashes and yanked state.
@@ -348,6 +378,15 @@ impl IndexClient {
             reason: format!("the metadata was not found within {MAX_RANGE_ROUNDS} range requests"),
         })
     }
+}
+
+/// What downloading a file gave: its digest and length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDigest {
+    /// The sha256 of the bytes served.
+    pub sha256: Sha256,
+    /// Their length in bytes.
+    pub size: u64,
 }
 
 /// The file whose metadata stands for the release: a PEP 658 offer on a preferred

@@ -6,9 +6,14 @@
 //! are resolved against the page's final URL, and the `#sha256=` fragment becomes the
 //! file's hash. PEP 592 `data-yanked`, PEP 658 `data-dist-info-metadata` and PEP 714
 //! `data-core-metadata` are read; the JSON form carries the same facts as keys.
+//!
+//! A page that lists one file name more than once (a wheel re-uploaded under the same
+//! URL, each upload with its own `#sha256=`) is read as its **last** listing: the URL
+//! serves only the latest upload, which such pages list last, so only that digest can
+//! match what an installer downloads; the earlier ones are stale.
 //! See: https://packaging.python.org/en/latest/specifications/simple-repository-api/
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 
 use pep440_rs::VersionSpecifiers;
@@ -132,7 +137,19 @@ pub fn parse_page(
             size: file.size,
         });
     }
-    Ok(files)
+    Ok(last_listing_wins(files))
+}
+
+/// One entry per file name: the last listing of each, in page order.
+fn last_listing_wins(files: Vec<ProjectFile>) -> Vec<ProjectFile> {
+    let mut seen = BTreeSet::new();
+    let mut kept: Vec<ProjectFile> = files
+        .into_iter()
+        .rev()
+        .filter(|file| seen.insert(file.filename.clone()))
+        .collect();
+    kept.reverse();
+    kept
 }
 
 /// A file as a page lists it, before URL resolution.
@@ -484,6 +501,40 @@ mod tests {
         assert_eq!(files[0].metadata, MetadataOffer::Offered(None));
         // Another origin: the index's credentials stay home.
         assert_eq!(files[0].url.username(), "");
+    }
+
+    /// sgl-kernel's CUDA 13 page lists `sgl_kernel-0.3.21+cu130-cp310-abi3-manylinux2014_x86_64.whl`
+    /// five times under one URL with five digests (re-uploads). The URL serves the last
+    /// upload, so the last listing's digest is the one that stays.
+    #[test]
+    fn a_file_listed_again_is_its_last_listing() {
+        let html =
+            include_str!("../../../solver-tests/snapshot/reference/sgl-kernel-cu130-index.html");
+        let wanted = "sgl_kernel-0.3.21+cu130-cp310-abi3-manylinux2014_x86_64.whl";
+        let listed: Vec<&str> = html
+            .match_indices(&format!("{wanted}#sha256="))
+            .map(|(at, found)| &html[at + found.len()..at + found.len() + 64])
+            .collect();
+        assert_eq!(listed.len(), 5, "the copied page lists the file five times");
+        let page = url("https://docs.sglang.ai/whl/cu130/sgl-kernel/");
+        let files = parse_page(html.as_bytes(), Some("text/html"), &page, &page).unwrap();
+        let matching: Vec<&ProjectFile> = files
+            .iter()
+            .filter(|file| file.filename == wanted)
+            .collect();
+        assert_eq!(matching.len(), 1);
+        assert_eq!(
+            matching[0].sha256.as_ref().unwrap().as_str(),
+            "4be1313f82808f0fb6df8107e79f6b6cea07a4aa2b20139e0342eafe31eb28bd"
+        );
+        assert_eq!(matching[0].sha256.as_ref().unwrap().as_str(), listed[4]);
+        assert_eq!(
+            matching[0].url.as_str(),
+            "https://github.com/sgl-project/whl/releases/download/v0.3.21/sgl_kernel-0.3.21+cu130-cp310-abi3-manylinux2014_x86_64.whl"
+        );
+        // Every name once.
+        let names: BTreeSet<&str> = files.iter().map(|file| file.filename.as_str()).collect();
+        assert_eq!(names.len(), files.len());
     }
 
     #[test]
