@@ -220,6 +220,7 @@ fn nodes_are_isolated_from_the_host_and_from_each_other() -> Result<(), String> 
         "/root/testbed-isolation-marker",
         "/var/testbed-isolation-marker",
         "/tmp/testbed-isolation-marker",
+        "/usr/lib/x86_64-linux-gnu/testbed-isolation-marker",
     ];
     let write_markers: Vec<String> = markers
         .iter()
@@ -408,9 +409,11 @@ fn personas_nvidia_smi_and_staging() -> Result<(), String> {
 
 /// `ubuntu` and `fresh` are shaped like the real H200 nodes: the interpreter's
 /// `sitecustomize.py` is Debian's/Ubuntu's symlink into `/etc/python3.11/`
-/// (root-owned, 0644); `ubuntu` has CUDA 13.0 in `/usr/local/cuda-13.0` without
-/// `version.json`, `/usr/local/cuda` through update-alternatives listed first by
-/// `000_cuda.conf`, torch 2.10.0+cu130 in `/opt/torch/.venv` and one H200.
+/// (root-owned, 0644); `ubuntu` has CUDA 13.0.2 from the fixture apt packages in
+/// `/usr/local/cuda-13.0` without `version.json`, `/usr/local/cuda` through
+/// update-alternatives listed first by `000_cuda.conf`, apt's cuDNN in
+/// `/usr/lib/x86_64-linux-gnu` (not on the host), torch 2.10.0+cu130 in
+/// `/opt/torch/.venv` and one H200; apt on the nodes sees only the testbed's repository.
 #[test]
 fn ubuntu_and_fresh_personas_look_like_real_nodes() -> Result<(), String> {
     if skip("ubuntu_and_fresh_personas_look_like_real_nodes") {
@@ -441,10 +444,16 @@ fn ubuntu_and_fresh_personas_look_like_real_nodes() -> Result<(), String> {
          test ! -e /usr/local/cuda-13.0/version.json && echo no-version.json; \
          /usr/local/cuda/bin/nvcc --version | tail -n 2; \
          head -n 1 /etc/ld.so.conf.d/000_cuda.conf; \
-         ldconfig -p | grep 'libnvrtc.so.13 '; \
+         ldconfig -p | grep -E 'libnvrtc.so.13 |libcudnn.so.9 '; \
+         dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\\n' \
+             cuda-toolkit-13-0 cuda-cudart-13-0 libcudnn9-cuda-13; \
+         dpkg-query -S /usr/local/cuda-13.0/bin/nvcc /etc/ld.so.conf.d/000_cuda.conf; \
+         update-alternatives --query cuda | grep -E '^(Status|Value):'; \
+         cat /etc/apt/sources.list.d/*.list | grep -v '^#'; \
          /opt/torch/.venv/bin/python -c 'import torch; print(torch.__version__, torch.version.cuda)'; \
          nvidia-smi --query-gpu=name,driver_version --format=csv,noheader",
     )?;
+    let apt = testbed.index("apt")?;
     for line in [
         "/etc/alternatives/cuda",
         "/usr/local/cuda-13.0",
@@ -453,12 +462,29 @@ fn ubuntu_and_fresh_personas_look_like_real_nodes() -> Result<(), String> {
         "Cuda compilation tools, release 13.0, V13.0.88",
         "/usr/local/cuda/targets/x86_64-linux/lib",
         "libnvrtc.so.13 (libc6,x86-64) => /usr/local/cuda/targets/x86_64-linux/lib/libnvrtc.so.13",
+        "libcudnn.so.9 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcudnn.so.9",
+        "cuda-toolkit-13-0 13.0.2-1 ii",
+        "cuda-cudart-13-0 13.0.96-1 ii",
+        "libcudnn9-cuda-13 9.14.0.64-1 ii",
+        "cuda-nvcc-13-0: /usr/local/cuda-13.0/bin/nvcc",
+        "cuda-toolkit-config-common: /etc/ld.so.conf.d/000_cuda.conf",
+        "Status: auto",
+        "Value: /usr/local/cuda-13.0",
+        &format!("deb [trusted=yes] {apt} ./"),
         "2.10.0+cu130 13.0",
         "NVIDIA H200, 580.159.04",
     ] {
         require_line(&ubuntu, line)?;
     }
-    Ok(())
+    // The host has neither the packages nor cuDNN.
+    let host = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9 || dpkg-query -W cuda-toolkit-13-0")
+        .output()
+        .map_err(|error| format!("Failed to run the host check: {error}"))?;
+    require(!host.status.success(), || {
+        "the ubuntu persona's packages leaked onto the host".to_string()
+    })
 }
 
 /// Sixteen nodes start well under a minute and all answer over ssh.

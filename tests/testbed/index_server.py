@@ -10,6 +10,7 @@ CUDA runfiles:
     /default/files/<wheel>.metadata  PEP 658/714 core metadata
     /cu130/simple/...  /cu130/files/...   the same for the "cu130" index
     /files/<runfile>                 CUDA runfiles; /files/<runfile>.sha256 too
+    /apt/<file>                      the flat apt repository (Release, Packages[.gz], *.deb)
     /fixtures.json                   every file with its sha256
 
 Usage: index_server.py --root FIXTURES [--bind ADDR] [--port N] [--port-file F]
@@ -137,6 +138,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                    "application/json", head)
         if len(parts) == 3 and parts[1] == "files":
             return self.send_file(parts[2], head)
+        # The flat apt repository (`deb [trusted=yes] http://HOST:8080/apt ./`); apt asks
+        # for /apt/./Release, /apt/./Packages.gz, /apt/./NAME.deb.
+        apt = [part for part in parts[2:] if part not in ("", ".")]
+        if len(parts) >= 3 and parts[1] == "apt" and len(apt) == 1:
+            path = self.server.root / "apt" / apt[0]
+            if "/" not in apt[0] and not apt[0].startswith(".") and path.is_file():
+                return self.send_bytes(200, path.read_bytes(), "application/octet-stream", head)
         if len(parts) >= 3 and parts[1] in self.server.indexes:
             index = self.server.indexes[parts[1]]
             if parts[2] == "simple":

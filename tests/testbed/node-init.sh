@@ -17,8 +17,10 @@ node_dir=$1
 mode=$2
 shift 2
 
-# name:mount point pairs; /root covers pyenv's interpreter and site-packages.
-overlays=(etc:/etc usr_local:/usr/local opt:/opt root:/root var:/var)
+# name:mount point pairs; /root covers pyenv's interpreter and site-packages;
+# /usr/lib/x86_64-linux-gnu takes what Debian packages install there (cuDNN).
+overlays=(etc:/etc usr_local:/usr/local opt:/opt root:/root var:/var
+          usr_lib:/usr/lib/x86_64-linux-gnu)
 
 template=""
 if [ -s "${node_dir}/template" ]; then
@@ -29,7 +31,7 @@ for pair in "${overlays[@]}"; do
     name=${pair%%:*}
     target=${pair#*:}
     lower=${target}
-    if [ -n "${template}" ]; then
+    if [ -n "${template}" ] && [ -d "${template}/upper/${name}" ]; then
         lower="${template}/upper/${name}:${target}"
     fi
     mount -t overlay "testbed-${name}" \

@@ -12,7 +12,8 @@
 Each node is Debian's /usr/sbin/sshd running in its own network namespace
 (a veth on the testbed's bridge, address 10.200.<id>.<10+i>/24) and its own
 mount and UTS namespaces, with overlays over /etc, /usr/local, /opt, /root
-(pyenv's interpreter and its site-packages) and /var. All state lives in the
+(pyenv's interpreter and its site-packages), /var and /usr/lib/x86_64-linux-gnu. All
+state lives in the
 testbed directory (--dir, else $TESTBED_DIR, else tests/testbed/.state/default);
 `down` needs nothing else. Needs root.
 """
@@ -27,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -43,7 +45,7 @@ REGISTRY = Path("/run/cuda-upgrade-testbed")
 NODE_PYTHON = os.environ.get("TESTBED_NODE_PYTHON", "/root/.pyenv/versions/3.11.7/bin/python3")
 # The fixtures need only some Python with its headers; nodes need NODE_PYTHON.
 BUILD_PYTHON = NODE_PYTHON if os.access(NODE_PYTHON, os.X_OK) else sys.executable
-OVERLAYS = ("etc", "usr_local", "opt", "root", "var")
+OVERLAYS = ("etc", "usr_local", "opt", "root", "var", "usr_lib")
 INDEX_PORT = 8080
 SUBNETS = range(1, 251)
 MAX_NODES = 200
@@ -379,6 +381,17 @@ def prepare_node(state, node, template, client_pub):
         "name": node["name"], "ip": node["ip"], "persona": node["persona"],
         "host_ip": state["host_ip"], "indexes": state["indexes"],
     }, indent=1) + "\n")
+    # apt: only the testbed's own repository (NVIDIA-shaped CUDA packages), unsigned; the
+    # host's sources are hidden (overlay whiteouts), so apt on a node never looks beyond
+    # the testbed.
+    for source in [Path("/etc/apt/sources.list"), *Path("/etc/apt/sources.list.d").glob("*")]:
+        hidden = etc / source.relative_to("/etc")
+        if source.exists() and not hidden.exists() and not hidden.is_symlink():
+            hidden.parent.mkdir(parents=True, exist_ok=True)
+            os.mknod(hidden, stat.S_IFCHR | 0o600, os.makedev(0, 0))
+    write(etc / "apt" / "sources.list.d" / "cuda-upgrade-testbed.list", (
+        "# testbed node: the testbed's apt repository (tests/testbed/fixtures/debs.py)\n"
+        f"deb [trusted=yes] {state['indexes']['apt']} ./\n"))
     write(etc / "pip.conf", (
         "# testbed node: only the testbed's own index\n[global]\n"
         f"index-url = {state['indexes']['default']}\n"
@@ -486,7 +499,7 @@ def cmd_up(args):
         "cidr": f"10.200.{subnet}.0/24", "host_ip": host_ip, "bridge": f"{prefix}br",
         "fixtures": str(fixtures),
         "indexes": {"default": f"{base}/default/simple/", "cu130": f"{base}/cu130/simple/",
-                    "files": f"{base}/files/"},
+                    "files": f"{base}/files/", "apt": f"{base}/apt"},
         "runfiles": [dict(entry, url=f"{base}/files/{entry['file']}")
                      for entry in manifest["runfiles"]],
         "ssh_config": str(directory / "ssh" / "ssh_config"),
