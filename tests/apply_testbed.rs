@@ -523,3 +523,224 @@ fn the_seed_failures_surface_with_their_cause() {
         "something was executed on the host"
     );
 }
+
+/// Every file on `node` under `roots` that holds `needle`, as `MODE OWNER:GROUP PATH`.
+fn files_holding(testbed: &Testbed, node: &str, needle: &str, roots: &str) -> Vec<String> {
+    let script = format!(
+        "grep -rlsF -- '{needle}' {roots} 2>/dev/null | while read -r f; do stat -c '%a %U:%G %n' \"$f\"; done; true"
+    );
+    testbed
+        .ssh_ok(node, &script)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// See: issue 8, "Done when": a `fresh` node (no toolkit, no environment; Debian's
+/// symlinked `sitecustomize.py` in its base interpreter) converges to the seed stack in
+/// one apply, its interpreter sees every variable, a second apply is all no-op, the
+/// link stays a link to a 0644 file and no secret value is in a file others can read.
+#[test]
+fn fresh_node_converges_in_one_apply() {
+    if skip("fresh_node_converges_in_one_apply") {
+        return;
+    }
+    let testbed = Testbed::up(&["fresh"]).unwrap();
+    let work = work_dir("apply-fresh");
+    let repo = sglang_repository(&work);
+    install_repository(&testbed, &repo, "node0");
+    let secret = "hf_fresh_secret_value";
+    let manifest = overlay(&testbed, &work, |text| {
+        text.replace(
+            "base_python: /usr/bin/python3",
+            "base_python: /root/.pyenv/versions/3.11.7/bin/python3",
+        )
+        .replace(
+            "  NCCL_DEBUG: WARN\n",
+            &format!("  NCCL_DEBUG: WARN\n  HF_TOKEN: {{ value: {secret}, secret: true }}\n"),
+        )
+    });
+    let snapshot = snapshot(&testbed, &manifest);
+
+    let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(!text(&output).contains(secret), "{}", text(&output));
+    assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
+    let applied: Vec<&str> = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|step| step["outcome"] == "applied")
+        .map(|step| step["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        applied,
+        ["python-env", "toolkit", "pip", "source", "ldconfig", "env"],
+        "{report:#}"
+    );
+
+    // The new interpreter (root) sees every variable, the secret included.
+    let seen = testbed
+        .ssh_ok(
+            "node0",
+            "/opt/ml-env/bin/python3 -c 'import os; print(os.environ.get(\"CUDA_HOME\"), os.environ.get(\"NCCL_DEBUG\"), os.environ.get(\"SGLANG_DISABLE_CUDNN_CHECK\"), os.environ.get(\"HF_TOKEN\"))'",
+        )
+        .unwrap();
+    assert_eq!(seen.trim(), format!("/usr/local/cuda-13.0 WARN 1 {secret}"));
+
+    // Debian's layout survives: a link to a root-owned 0644 file holding the block.
+    let stdlib = "/root/.pyenv/versions/3.11.7/lib/python3.11/sitecustomize.py";
+    let layout = testbed
+        .ssh_ok(
+            "node0",
+            &format!("stat -c '%F %N' {stdlib}; stat -c '%a %U:%G' /etc/python3.11/sitecustomize.py; grep -c 'cuda-upgrade managed block' /etc/python3.11/sitecustomize.py"),
+        )
+        .unwrap();
+    assert_eq!(
+        layout.trim(),
+        format!("symbolic link '{stdlib}' -> '/etc/python3.11/sitecustomize.py'\n644 root:root\n2"),
+    );
+    // The secret is only in a root-only file.
+    let holding = files_holding(
+        &testbed,
+        "node0",
+        secret,
+        "/etc /opt /root /var /usr/local /tmp",
+    );
+    assert_eq!(holding.len(), 1, "{holding:?}");
+    assert!(
+        holding[0].starts_with("600 root:root /etc/cuda-upgrade/secrets/env-"),
+        "{holding:?}"
+    );
+    let directory = testbed
+        .ssh_ok(
+            "node0",
+            "stat -c '%a %U' /etc/cuda-upgrade/secrets /var/tmp/cuda-upgrade",
+        )
+        .unwrap();
+    assert_eq!(directory.trim(), "700 root\n700 root");
+
+    // A second apply is all no-op and changes no file.
+    let before = overlay_files(&testbed, "node0");
+    let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        report["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|step| step["outcome"] == "no-op"),
+        "{report:#}"
+    );
+    assert_eq!(before, overlay_files(&testbed, "node0"));
+}
+
+/// See: issue 8, items 1 to 4, on the `ubuntu` persona shaped like the real H200: the
+/// loader finds `libnvrtc.so.13` through `/usr/local/cuda/…` (a link to `cuda-13.0`
+/// listed first by `000_cuda.conf`), which is the manifest's directory; the first apply
+/// converges; rewritten files keep owner, group and mode; the stdlib
+/// `sitecustomize.py` stays a link to a 0644 file; the secret stays root-only.
+#[test]
+fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
+    if skip("ubuntu_node_converges_first_time_and_keeps_what_it_rewrites") {
+        return;
+    }
+    let testbed = Testbed::up(&["ubuntu"]).unwrap();
+    let work = work_dir("apply-ubuntu");
+    let secret = "hf_ubuntu_secret_value";
+    let manifest = work.join("smoke.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "schema: 1\nname: ubuntu-smoke\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  gpu_arch: [sm_90]\n\
+             ldconfig:\n  file: /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf\n  paths: [/usr/local/cuda-13.0/targets/x86_64-linux/lib]\n  expect: [libnvrtc.so.13]\n\
+             env:\n  CUDA_HOME: /usr/local/cuda-13.0\n  HF_TOKEN: {{ value: {secret}, secret: true }}\n"
+        ),
+    )
+    .unwrap();
+    // An existing conf file with its own group and mode: the rewrite keeps both.
+    testbed
+        .ssh_ok(
+            "node0",
+            "printf '/opt/old\\n' > /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf && chgrp adm /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf && chmod 640 /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf",
+        )
+        .unwrap();
+    let ssh_config = testbed.ssh_config().unwrap();
+    let run = || {
+        let output = upgrade(
+            &testbed,
+            &[
+                "apply",
+                manifest.to_str().unwrap(),
+                "--host",
+                "node0",
+                "--ssh-config",
+                &ssh_config,
+                "--format",
+                "json",
+            ],
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+        (output, report)
+    };
+    let (output, report) = run();
+    assert!(output.status.success(), "{}", text(&output));
+    let outcomes: Vec<(&str, &str)> = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| {
+            (
+                step["kind"].as_str().unwrap(),
+                step["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("python-env", "no-op"),
+            ("ldconfig", "applied"),
+            ("env", "applied")
+        ],
+        "{report:#}"
+    );
+    let kept = testbed
+        .ssh_ok(
+            "node0",
+            "stat -c '%a %U:%G' /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf; stat -c '%F' /root/.pyenv/versions/3.11.7/lib/python3.11/sitecustomize.py; stat -c '%a %U:%G' /etc/python3.11/sitecustomize.py",
+        )
+        .unwrap();
+    assert_eq!(kept.trim(), "640 root:adm\nsymbolic link\n644 root:root");
+    let holding = files_holding(
+        &testbed,
+        "node0",
+        secret,
+        "/etc /opt /root /var /usr/local /tmp",
+    );
+    assert_eq!(holding.len(), 1, "{holding:?}");
+    assert!(
+        holding[0].starts_with("600 root:root /etc/cuda-upgrade/secrets/"),
+        "{holding:?}"
+    );
+    let seen = testbed
+        .ssh_ok(
+            "node0",
+            "/opt/torch/.venv/bin/python3 -c 'import os; print(os.environ.get(\"HF_TOKEN\"))'",
+        )
+        .unwrap();
+    assert_eq!(seen.trim(), secret);
+
+    let (output, report) = run();
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        report["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|step| step["outcome"] == "no-op"),
+        "{report:#}"
+    );
+}
