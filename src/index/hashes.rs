@@ -15,7 +15,7 @@
 //!   "files": [
 //!     { "index": "pytorch-cu130",
 //!       "filename": "torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
-//!       "sha256": "…", "size": 4183062, "recorded": "2026-12-03",
+//!       "sha256": "…", "size": 1048576, "recorded": "2026-12-03",
 //!       "how": "upgrade index hash: downloaded from index `pytorch-cu130`" }
 //!   ]
 //! }
