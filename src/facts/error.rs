@@ -126,6 +126,10 @@ pub enum FactsError {
         #[source]
         source: serde_json::Error,
     },
+    /// The rules that identify a toolkit by its nvcc build or its apt packages
+    /// (`manifests/rules/cuda-updates.yaml`, embedded) did not load.
+    #[error("Failed to load the toolkit identification rules")]
+    ToolkitRules(#[source] crate::rules::RulesError),
     /// Saved facts (`--facts FILE`) could not be read.
     #[error("Failed to read node facts from `{path}`")]
     ReadFacts {

@@ -161,6 +161,23 @@ toolkit_links() {
     return 0
 }
 emit 64 toolkits "" -- toolkit_links
+# toolkit_packages PREFIX: the Debian packages that own PREFIX (`owner` lines) and every
+# package of its line, e.g. cuda-*-13-0 for /usr/local/cuda-13.0 (`package` lines: name,
+# version, status). NVIDIA's apt packages carry no version.json; their meta package's
+# version (cuda-toolkit-13-0 13.0.2-1) names the update.
+toolkit_packages() {
+    dpkg-query -S -- "$1" 2>/dev/null | sed -n '/^diversion/d; s/: .*$//p' | tr ',' '\n' |
+        while IFS= read -r owner; do
+            owner=$(printf '%s' "$owner" | tr -d ' ')
+            [ -n "$owner" ] && printf 'owner\t%s\n' "$owner"
+        done
+    series=$(basename -- "$1" | sed -n 's/^cuda-\([0-9][0-9]*\)\.\([0-9][0-9]*\)$/\1-\2/p')
+    if [ -n "$series" ]; then
+        dpkg-query -W -f='package\t${Package}\t${Version}\t${db:Status-Abbrev}\n' \
+            -- "cuda-*-$series" "cuda-$series" 2>/dev/null
+    fi
+    return 0
+}
 cut -f 2 "$scratch/out" 2>/dev/null | sort -u >"$scratch/prefixes"
 while IFS= read -r prefix; do
     [ -n "$prefix" ] || continue
@@ -178,6 +195,11 @@ while IFS= read -r prefix; do
         emit 10 toolkit-nvcc "$prefix" -- bounded "$prefix/bin/nvcc" --version
     else
         absent toolkit-nvcc "$prefix"
+    fi
+    if have dpkg-query; then
+        emit 200 toolkit-dpkg "$prefix" -- toolkit_packages "$prefix"
+    else
+        absent toolkit-dpkg "$prefix"
     fi
 done <"$scratch/prefixes"
 
