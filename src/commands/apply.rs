@@ -175,8 +175,7 @@ async fn converge_node(
         NodeChoice::Probed(&args.node, &args.ssh),
         args.snapshot.as_deref(),
     );
-    let plan: NodePlan =
-        converge::plan_for(prepared, &node, &facts, &lock, &urls, &hash_command)?;
+    let plan: NodePlan = converge::plan_for(prepared, &node, &facts, &lock, &urls, &hash_command)?;
     if let Some(step) = plan.blocked().first() {
         return Err(CommandError::Blocked {
             node: node.clone(),
@@ -193,8 +192,7 @@ async fn converge_node(
         printer.progress(&format!("{node}: {} — {}", planned.kind, planned.reason));
         // Re-check against fresh facts: the step may have been done meanwhile.
         let fresh = converge::facts(transport, prepared).await?;
-        let replanned =
-            converge::plan_for(prepared, &node, &fresh, &lock, &urls, &hash_command)?;
+        let replanned = converge::plan_for(prepared, &node, &fresh, &lock, &urls, &hash_command)?;
         let step = replanned
             .steps
             .into_iter()
