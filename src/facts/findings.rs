@@ -30,6 +30,11 @@ pub enum FindingCode {
     SystemCudnnOlderThanWheel,
     /// The interpreter imports a `sitecustomize` from outside its environment.
     SitecustomizeOutsideEnvironment,
+    /// The `sitecustomize.py` every start of the interpreter runs can be changed by
+    /// users other than its owner, or is not owned by root.
+    SitecustomizeWritableByOthers,
+    /// A secrets file of the env step can be read by users other than root.
+    SecretFileReadable,
     /// Compute processes hold GPUs.
     GpusBusy,
     /// torch's local label names another variant than its build.
@@ -83,6 +88,7 @@ pub fn findings(facts: &NodeFacts) -> Vec<Finding> {
     let mut found = Vec::new();
     cudnn(facts, &mut found);
     sitecustomize(facts, &mut found);
+    file_permissions(facts, &mut found);
     gpus(facts, &mut found);
     torch(facts, &mut found);
     libraries(facts, &mut found);
@@ -130,6 +136,42 @@ fn cudnn(facts: &NodeFacts, found: &mut Vec<Finding>) {
                 )),
             ));
         }
+    }
+}
+
+/// Files every start of the interpreter runs, or that hold secrets, must not be open to
+/// other users: the one code path from a local user to root.
+fn file_permissions(facts: &NodeFacts, found: &mut Vec<Finding>) {
+    if let Some(site) = &facts.sitecustomize
+        && let (Some(real), Some(mode)) = (&site.real_path, site.mode)
+        && (mode & 0o022 != 0 || site.uid.is_some_and(|uid| uid != 0))
+    {
+        found.push(Finding::new(
+            Severity::Warning,
+            FindingCode::SitecustomizeWritableByOthers,
+            format!(
+                "`{}` (run by every start of the interpreter, root's included) has mode `{mode:o}` and owner uid `{}`",
+                real.display(),
+                site.uid.map_or_else(|| "unknown".to_string(), |uid| uid.to_string())
+            ),
+            Some(format!(
+                "`chown root:root {0}` and `chmod go-w {0}`; `upgrade apply` keeps a file's mode as it finds it",
+                real.display()
+            )),
+        ));
+    }
+    for file in facts.secret_files.iter().filter(|file| !file.is_private()) {
+        found.push(Finding::new(
+            Severity::Warning,
+            FindingCode::SecretFileReadable,
+            format!(
+                "the secrets file `{}` has mode `{:o}` and owner uid `{}`",
+                file.path.display(),
+                file.mode,
+                file.uid
+            ),
+            Some("the next `upgrade apply` makes it root-only (0600)".to_string()),
+        ));
     }
 }
 

@@ -366,7 +366,9 @@ fn real_probe_reports_a_missing_interpreter_and_shell_metacharacters_stay_data()
             "/nonexistent/$(touch /tmp/cuda-upgrade-pwned)/bin/python3",
         )),
         libraries: vec!["lib'x\".so; echo hi".to_string()],
-        paths: vec![PathBuf::from("/nonexistent/$(touch /tmp/cuda-upgrade-pwned)")],
+        paths: vec![PathBuf::from(
+            "/nonexistent/$(touch /tmp/cuda-upgrade-pwned)",
+        )],
         secrets_dir: Some(PathBuf::from("/nonexistent/'secrets'")),
         marker: "a `marker` $HOME".to_string(),
         driver_version_file: Some(PathBuf::from("/nonexistent/driver-version")),
@@ -615,4 +617,29 @@ fn real_h200_busy_probe_names_the_holder_and_keeps_the_digest() {
     let idle = h200_node("idle");
     assert_ne!(busy.gpus[0].memory_used_mib, idle.gpus[0].memory_used_mib);
     assert_eq!(busy.digest().unwrap(), idle.digest().unwrap());
+}
+
+/// See: issue 8: the real H200 after the earlier env step (the link replaced by a
+/// regular file of mode 0777) is flagged; a 0644 root file is not.
+#[test]
+fn a_sitecustomize_others_can_write_is_a_warning() {
+    let mut facts = h200();
+    let site = facts.sitecustomize.as_mut().unwrap();
+    site.real_path = Some(PathBuf::from("/usr/lib/python3.12/sitecustomize.py"));
+    site.uid = Some(0);
+    site.mode = Some(0o644);
+    assert!(
+        !facts
+            .findings()
+            .iter()
+            .any(|finding| finding.code == FindingCode::SitecustomizeWritableByOthers)
+    );
+    facts.sitecustomize.as_mut().unwrap().mode = Some(0o777);
+    let findings = facts.findings();
+    let finding = findings
+        .iter()
+        .find(|finding| finding.code == FindingCode::SitecustomizeWritableByOthers)
+        .unwrap();
+    assert!(finding.message.contains("mode `777`"), "{}", finding.message);
+    assert_eq!(finding.severity, Severity::Warning);
 }
