@@ -107,7 +107,11 @@ async fn env_block_through_a_symlink_keeps_the_link_and_mode_and_no_secret_in_it
     assert_eq!(step.action, Action::Change, "{}", step.reason);
     let shown: String = step.operations.iter().map(Operation::describe).collect();
     assert!(!shown.contains("hf_"), "a secret reached the plan: {shown}");
-    assert!(step.reason.contains("secret values go to"), "{}", step.reason);
+    assert!(
+        step.reason.contains("secret values go to"),
+        "{}",
+        step.reason
+    );
 
     let context = context(dir.path(), vec![secret.to_string()]);
     let outcome = apply_step(&transport, &step, &context).await.unwrap();
@@ -115,12 +119,20 @@ async fn env_block_through_a_symlink_keeps_the_link_and_mode_and_no_secret_in_it
     assert!(!Path::new("pwned").exists() && !dir.path().join("pwned").exists());
 
     // The link is still a link, to a file of the same mode, with the block but no secret.
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(std::fs::read_link(&link).unwrap(), real);
     assert_eq!(mode(&real), 0o644);
     let text = std::fs::read_to_string(&real).unwrap();
     assert!(text.starts_with(apport), "{text}");
-    assert!(text.contains("CUDA_HOME") && !text.contains("hf_"), "{text}");
+    assert!(
+        text.contains("CUDA_HOME") && !text.contains("hf_"),
+        "{text}"
+    );
     // The secret lives in a 0600 file in a 0700 directory.
     let secrets_dir = dir.path().join("secrets");
     assert_eq!(mode(&secrets_dir), 0o700);
@@ -185,7 +197,10 @@ async fn block_rewrite_keeps_bytes_owner_and_mode_and_refuses_malformed_files() 
     );
     let written = std::fs::read(&file).unwrap();
     assert_eq!(&written[..original.len()], original);
-    assert_eq!(&written[original.len()..], b"\n# >>> m >>>\ny = 2\n# <<< m <<<\n");
+    assert_eq!(
+        &written[original.len()..],
+        b"\n# >>> m >>>\ny = 2\n# <<< m <<<\n"
+    );
     let after = std::fs::metadata(&file).unwrap();
     assert_eq!(mode(&file), 0o640);
     assert_eq!((after.uid(), after.gid()), (owner.uid(), owner.gid()));

@@ -81,7 +81,13 @@ pub fn probe_request(manifest: &Manifest) -> ProbeRequest {
         .as_ref()
         .map(|ldconfig| ldconfig.expect.clone())
         .unwrap_or_default();
-    ProbeRequest::new(&manifest.target.python, libraries)
+    let mut request = ProbeRequest::new(&manifest.target.python, libraries);
+    request.paths = manifest
+        .ldconfig
+        .as_ref()
+        .map(|ldconfig| ldconfig.paths.clone())
+        .unwrap_or_default();
+    request
 }
 
 /// Resolve the manifest for the node's facts.

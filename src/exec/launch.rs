@@ -127,10 +127,7 @@ impl LaunchOutcome {
                 pid,
             } => Self::Failed {
                 failure: failure.masked(secrets),
-                last_lines: last_lines
-                    .iter()
-                    .map(|line| mask(line, secrets))
-                    .collect(),
+                last_lines: last_lines.iter().map(|line| mask(line, secrets)).collect(),
                 pid,
             },
             other @ (Self::Ready { .. } | Self::Refused { .. }) => other,

@@ -336,7 +336,10 @@ mod tests {
             );
         }
         assert_eq!(
-            facts.unresolved(&expected[..1], &[PathBuf::from("/usr/lib/x86_64-linux-gnu")]),
+            facts.unresolved(
+                &expected[..1],
+                &[PathBuf::from("/usr/lib/x86_64-linux-gnu")]
+            ),
             vec!["libnvrtc.so.13"]
         );
     }

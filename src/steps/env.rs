@@ -219,7 +219,11 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
     }
     let secrets = secrets_content(vars);
     let secrets_path = secrets_file(facts, &path);
-    let wanted = block(vars, manifest_name, secrets.as_ref().map(|_| secrets_path.as_path()));
+    let wanted = block(
+        vars,
+        manifest_name,
+        secrets.as_ref().map(|_| secrets_path.as_path()),
+    );
     let current_file = facts
         .secret_files
         .iter()
@@ -354,9 +358,15 @@ mod tests {
             imported: true,
             file_sha256: None,
             managed_block: block.map(|text| {
-                managed_block(&crate::managed_block::splice(b"", MARKER, text).map(String::from_utf8).unwrap().unwrap(), MARKER)
-                    .unwrap()
-                    .unwrap()
+                managed_block(
+                    &crate::managed_block::splice(b"", MARKER, text)
+                        .map(String::from_utf8)
+                        .unwrap()
+                        .unwrap(),
+                    MARKER,
+                )
+                .unwrap()
+                .unwrap()
             }),
             malformed_block: None,
             shadowed: Vec::new(),
@@ -378,16 +388,32 @@ mod tests {
             "named after the real file, stable"
         );
         assert_eq!(step.action, Action::Change, "{}", step.reason);
-        assert!(step.reason.contains("(→ `/etc/python3.12/sitecustomize.py`)"), "{}", step.reason);
+        assert!(
+            step.reason
+                .contains("(→ `/etc/python3.12/sitecustomize.py`)"),
+            "{}",
+            step.reason
+        );
         let [
-            Operation::Upload { path, placement: Placement::Secret, content },
-            Operation::ReplaceBlock { block, path: block_path, .. },
+            Operation::Upload {
+                path,
+                placement: Placement::Secret,
+                content,
+            },
+            Operation::ReplaceBlock {
+                block,
+                path: block_path,
+                ..
+            },
         ] = step.operations.as_slice()
         else {
             panic!("{:?}", step.operations);
         };
         assert_eq!(path, &secrets);
-        assert_eq!(block_path, Path::new("/usr/lib/python3.12/sitecustomize.py"));
+        assert_eq!(
+            block_path,
+            Path::new("/usr/lib/python3.12/sitecustomize.py")
+        );
         assert!(String::from_utf8_lossy(content).contains("hf_secret"));
         assert!(!block.contains("hf_secret"), "{block}");
         assert!(block.contains(&secrets.display().to_string()));
@@ -410,18 +436,46 @@ mod tests {
             mode,
             sha256: sha256_hex(content.as_bytes()),
         };
-        let done = plan(&vars(), "m", python, &ubuntu(Some(&wanted), Some(file(0o600, &content))));
+        let done = plan(
+            &vars(),
+            "m",
+            python,
+            &ubuntu(Some(&wanted), Some(file(0o600, &content))),
+        );
         assert_eq!(done.action, Action::NoOp, "{}", done.reason);
-        let open = plan(&vars(), "m", python, &ubuntu(Some(&wanted), Some(file(0o644, &content))));
+        let open = plan(
+            &vars(),
+            "m",
+            python,
+            &ubuntu(Some(&wanted), Some(file(0o644, &content))),
+        );
         assert_eq!(open.action, Action::Change);
-        assert!(open.reason.contains("readable by other users"), "{}", open.reason);
+        assert!(
+            open.reason.contains("readable by other users"),
+            "{}",
+            open.reason
+        );
         assert_eq!(open.operations.len(), 1);
-        let other = plan(&vars(), "m", python, &ubuntu(Some(&wanted), Some(file(0o600, "{}"))));
-        assert!(other.reason.contains("holds other values"), "{}", other.reason);
+        let other = plan(
+            &vars(),
+            "m",
+            python,
+            &ubuntu(Some(&wanted), Some(file(0o600, "{}"))),
+        );
+        assert!(
+            other.reason.contains("holds other values"),
+            "{}",
+            other.reason
+        );
         // Without secrets, a left-over secrets file is removed.
         let plain = &vars()[..1];
         let plain_block = block(plain, "m", None);
-        let stale = plan(plain, "m", python, &ubuntu(Some(&plain_block), Some(file(0o600, &content))));
+        let stale = plan(
+            plain,
+            "m",
+            python,
+            &ubuntu(Some(&plain_block), Some(file(0o600, &content))),
+        );
         assert_eq!(stale.action, Action::Change);
         assert_eq!(
             stale.operations[0].describe(),
@@ -436,9 +490,17 @@ mod tests {
             site.malformed_block =
                 Some("line 7: the managed block's begin marker has no end marker".into());
         }
-        let step = plan(&vars(), "m", Path::new("/opt/torch/.venv/bin/python3"), &facts);
+        let step = plan(
+            &vars(),
+            "m",
+            Path::new("/opt/torch/.venv/bin/python3"),
+            &facts,
+        );
         let blocked = step.blocked.unwrap();
-        assert!(blocked.contains("/etc/python3.12/sitecustomize.py"), "{blocked}");
+        assert!(
+            blocked.contains("/etc/python3.12/sitecustomize.py"),
+            "{blocked}"
+        );
         assert!(blocked.contains("line 7"), "{blocked}");
     }
 

@@ -43,9 +43,7 @@ pub fn plan(ldconfig: &Ldconfig, manifest_name: &str, facts: &NodeFacts) -> Step
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let unresolved = facts
-        .ldconfig
-        .unresolved(&ldconfig.expect, &ldconfig.paths);
+    let unresolved = facts.ldconfig.unresolved(&ldconfig.expect, &ldconfig.paths);
     let file = ldconfig.file.display().to_string();
     let (action, reason) = match current_paths {
         None => (Action::Create, format!("`{file}` does not exist")),

@@ -165,9 +165,9 @@ pub fn mask<S: AsRef<str>>(text: &str, secrets: &[S]) -> String {
         .filter(|secret| !secret.is_empty())
         .collect();
     secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-    secrets
-        .iter()
-        .fold(text.to_string(), |masked, secret| masked.replace(secret, "***"))
+    secrets.iter().fold(text.to_string(), |masked, secret| {
+        masked.replace(secret, "***")
+    })
 }
 
 #[cfg(test)]
