@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::facts::{ProbeRequest, parse_version_json};
+use crate::facts::ProbeRequest;
 use crate::managed_block;
 use crate::steps::{Operation, Placement, Step, Verification};
 use crate::transport::{
@@ -282,26 +282,16 @@ pub async fn verify(
             pip_check_on(transport, &python.display().to_string(), secrets).await
         }
         Verification::ToolkitVersion { prefix, version } => {
-            let file = prefix.join("version.json");
-            let command = NodeCommand::new("cat").arg(file.display().to_string());
-            let output = transport.run(&command, None).await?;
-            let found = parse_version_json(&file, &output.stdout_text())
-                .ok()
-                .flatten();
-            Ok((found.as_ref() != Some(version)).then(|| StepFailure {
-                operation: command.display(),
-                status: output.status,
-                detail: match found {
-                    Some(found) => {
-                        format!("`{}` names CUDA {found}, not {version}", file.display())
-                    }
-                    None => format!(
-                        "`{}` is missing or unreadable: {}",
-                        file.display(),
-                        output.tail(3)
-                    ),
-                },
-            }))
+            // Identified as the plan identifies it (version.json, the apt meta package,
+            // a unique nvcc build): the probe, without an interpreter.
+            let facts = gather_facts(transport, &ProbeRequest::default()).await?;
+            Ok(crate::steps::toolkit::verify(&facts, prefix, version)
+                .err()
+                .map(|detail| StepFailure {
+                    operation: format!("probe of the toolkit in {}", prefix.display()),
+                    status: None,
+                    detail,
+                }))
         }
         Verification::EnvironmentVisible { python, variables } => {
             const PROGRAM: &str = "import json, os, sys\nprint(json.dumps({name: os.environ.get(name) for name in sys.argv[1:]}))";

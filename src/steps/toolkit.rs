@@ -1,20 +1,22 @@
-//! The toolkit step: install a CUDA toolkit into its own prefix with NVIDIA's runfile,
-//! side by side with the others, judged by the installed version (its `version.json`),
-//! not by the directory's existence.
+//! The toolkit step: a CUDA toolkit in its own prefix, installed with NVIDIA's runfile
+//! (side by side with the others) or NVIDIA's apt packages, judged by which update is
+//! installed, identified exactly (its `version.json`, its apt meta package, or its nvcc
+//! build when exactly one update ships it; see [`crate::facts::Toolkit`]), not by the
+//! directory's existence. A toolkit that already is the manifest's update is adopted
+//! whatever installed it; the runfile is never run over a package-managed toolkit.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::facts::{NodeFacts, ToolkitVersionSource};
+use crate::cuda::CudaVersion;
+use crate::facts::{NodeFacts, Toolkit as InstalledToolkit, ToolkitVersionSource};
 use crate::manifest::{InstallerKind, Toolkit};
+use crate::rules::{AptNaming, UpdateTable};
 use crate::transport::NodeCommand;
 
-use super::{Action, Operation, Step, StepKind, Verification};
-
-/// Where runfiles are staged on the node before they run.
-pub const STAGING_DIR: &str = "/var/tmp/cuda-upgrade";
+use super::{Action, Operation, STAGING_DIR, Step, StepKind, Verification};
 
 /// The commands that install `toolkit`, in order.
-fn operations(toolkit: &Toolkit) -> Vec<Operation> {
+fn operations(toolkit: &Toolkit, apt: &AptNaming) -> Vec<Operation> {
     match (toolkit.installer, &toolkit.source) {
         (InstallerKind::Runfile, Some(source)) => {
             let name = source
@@ -46,91 +48,216 @@ fn operations(toolkit: &Toolkit) -> Vec<Operation> {
             ]
         }
         (_, _) => {
+            // The meta package pinned to the manifest's update, e.g.
+            // `cuda-toolkit-13-0=13.0.1-1`; every value after `--`.
+            // See: https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#network-repo-installation-for-ubuntu
             let package = toolkit.package.clone().unwrap_or_default();
-            vec![Operation::Run(
-                NodeCommand::new("env")
-                    .arg("DEBIAN_FRONTEND=noninteractive")
-                    .arg("apt-get")
-                    .arg("install")
-                    .arg("-y")
-                    .arg("--no-install-recommends")
-                    .arg(package),
-            )]
+            let pinned = format!("{package}={}", apt.pinned_version(&toolkit.version));
+            vec![
+                Operation::Run(
+                    NodeCommand::new("env")
+                        .arg("DEBIAN_FRONTEND=noninteractive")
+                        .arg("apt-get")
+                        .arg("update")
+                        .arg("-q"),
+                ),
+                Operation::Run(
+                    NodeCommand::new("env")
+                        .arg("DEBIAN_FRONTEND=noninteractive")
+                        .arg("apt-get")
+                        .arg("install")
+                        .arg("-y")
+                        .arg("--no-install-recommends")
+                        .arg("--")
+                        .arg(pinned),
+                ),
+            ]
         }
+    }
+}
+
+/// Whether the toolkit is exactly `wanted`: identified to the update, and that update.
+fn is_exactly(found: &InstalledToolkit, wanted: &CudaVersion) -> bool {
+    found
+        .version_source
+        .is_some_and(ToolkitVersionSource::is_exact)
+        && found.version.as_ref() == Some(wanted)
+}
+
+/// The installed packages of the toolkit's line, e.g. `cuda-toolkit-13-0 13.0.2-1,
+/// cuda-nvcc-13-0 13.0.88-1`.
+fn package_list(found: &InstalledToolkit) -> String {
+    let packages: Vec<String> = found
+        .packages
+        .iter()
+        .filter(|package| package.installed)
+        .map(|package| format!("{} {}", package.name, package.version))
+        .collect();
+    packages.join(", ")
+}
+
+/// Why `toolkit` cannot be applied over what `found` is, in words that say what to do.
+fn blocked_reason(
+    toolkit: &Toolkit,
+    found: Option<&InstalledToolkit>,
+    apt: &AptNaming,
+) -> Option<String> {
+    let prefix = toolkit.prefix.display().to_string();
+    let wanted = &toolkit.version;
+    if toolkit.installer == InstallerKind::Apt {
+        let package = toolkit.package.as_deref().unwrap_or_default();
+        let metas = apt.meta_packages_for(wanted);
+        if !metas.iter().any(|meta| meta == package) {
+            return Some(format!(
+                "`toolkit.package` `{package}` is not NVIDIA's meta package of CUDA {} (one of {}); its version would not name the update {wanted}",
+                wanted.release(),
+                metas.join(", ")
+            ));
+        }
+        let apt_prefix = apt.prefix_for(wanted);
+        if Path::new(&apt_prefix) != toolkit.prefix {
+            return Some(format!(
+                "NVIDIA's apt packages of CUDA {} install into `{apt_prefix}`, not `{prefix}`: set `toolkit.prefix: {apt_prefix}`",
+                wanted.release()
+            ));
+        }
+    }
+    let found = found?;
+    if is_exactly(found, wanted) {
+        return None;
+    }
+    let identity = found.describe(apt);
+    match toolkit.installer {
+        InstallerKind::Runfile
+            if found.version_source == Some(ToolkitVersionSource::VersionJson) =>
+        {
+            None
+        }
+        InstallerKind::Runfile if found.package_managed() => {
+            let adopt = match (&found.version, found.version_source) {
+                (Some(version), Some(source)) if source.is_exact() => format!(
+                    "to adopt it, set `toolkit.installer: apt`, `toolkit.package: {}` and `toolkit.version: \"{version}\"`",
+                    apt.meta_packages_for(version)
+                        .first()
+                        .cloned()
+                        .unwrap_or_default()
+                ),
+                _ => format!(
+                    "to move it to {wanted} with apt, set `toolkit.installer: apt` and `toolkit.package: {}`",
+                    apt.meta_packages_for(wanted)
+                        .first()
+                        .cloned()
+                        .unwrap_or_default()
+                ),
+            };
+            Some(format!(
+                "`{prefix}` holds {identity}, installed from NVIDIA's apt packages ({}); the runfile is not run over a package-managed toolkit (dpkg would no longer know its files). {adopt}; or install the runfile into another `toolkit.prefix`, e.g. `{prefix}.{}`; or remove the packages first",
+                package_list(found),
+                wanted.patch().unwrap_or_default(),
+            ))
+        }
+        InstallerKind::Runfile => Some(format!(
+            "`{prefix}` holds {identity}, installed by other means (no version.json, no dpkg package owns it); the runfile is not run over it: remove it or choose another `toolkit.prefix`, e.g. `{prefix}.{}`",
+            wanted.patch().unwrap_or_default()
+        )),
+        InstallerKind::Apt if !found.package_managed() => Some(format!(
+            "`{prefix}` holds {identity}, not installed from apt packages (no dpkg package owns it); apt would unpack over it: uninstall it first (a runfile toolkit has `{prefix}/bin/cuda-uninstaller`) or choose `installer: runfile`"
+        )),
+        InstallerKind::Apt => match (&found.version, found.version_source) {
+            (Some(version), Some(source)) if source.is_exact() && version > wanted => {
+                Some(format!(
+                    "`{prefix}` holds {identity}, newer than the manifest's CUDA {wanted}; apt is not asked to downgrade: set `toolkit.version: \"{version}\"` to adopt it, or remove the packages first"
+                ))
+            }
+            _ => None,
+        },
     }
 }
 
 /// Plan the step from the node's facts.
 pub fn plan(toolkit: &Toolkit, facts: &NodeFacts) -> Step {
     let prefix = toolkit.prefix.display().to_string();
-    let installed =
-        facts.toolkits.installed.iter().find(|found| {
-            found.prefix == toolkit.prefix || found.aliases.contains(&toolkit.prefix)
-        });
+    let wanted = &toolkit.version;
+    let verification = Some(Verification::ToolkitVersion {
+        prefix: toolkit.prefix.clone(),
+        version: wanted.clone(),
+    });
+    let rules = match UpdateTable::embedded() {
+        Ok(rules) => rules,
+        Err(error) => {
+            return Step {
+                kind: StepKind::Toolkit,
+                subject: prefix,
+                action: Action::Change,
+                reason: "the toolkit identification rules did not load".to_string(),
+                operations: Vec::new(),
+                blocked: Some(format!("{error}")),
+                verification,
+            };
+        }
+    };
+    let apt = rules.apt();
+    let installed = facts.toolkits.find(&toolkit.prefix);
+    let how = match toolkit.installer {
+        InstallerKind::Runfile => "NVIDIA's runfile".to_string(),
+        InstallerKind::Apt => format!(
+            "apt (`{}={}`)",
+            toolkit.package.as_deref().unwrap_or_default(),
+            apt.pinned_version(wanted)
+        ),
+    };
     let (action, reason) = match installed {
-        None => (Action::Create, format!("no toolkit in `{prefix}`")),
-        Some(found) => match (&found.version, found.version_source) {
-            (Some(version), Some(ToolkitVersionSource::VersionJson))
-                if *version == toolkit.version =>
-            {
-                (
-                    Action::NoOp,
-                    format!("CUDA {version} is installed in `{prefix}`"),
-                )
-            }
-            (Some(version), _) if version.release() != toolkit.version.release() => (
-                Action::Change,
-                format!(
-                    "`{prefix}` holds CUDA {version}, the manifest wants {}",
-                    toolkit.version
-                ),
+        None => (
+            Action::Create,
+            format!("no toolkit in `{prefix}`; CUDA {wanted} will be installed with {how}"),
+        ),
+        Some(found) if is_exactly(found, wanted) => (
+            Action::NoOp,
+            format!("`{prefix}` holds {}", found.describe(apt)),
+        ),
+        Some(found) => (
+            Action::Change,
+            format!(
+                "`{prefix}` holds {}; the manifest wants CUDA {wanted}, by {how}",
+                found.describe(apt)
             ),
-            (Some(version), Some(ToolkitVersionSource::VersionJson)) => (
-                Action::Change,
-                format!(
-                    "`{prefix}` holds CUDA {version}, the manifest wants {}",
-                    toolkit.version
-                ),
-            ),
-            (Some(version), _) => (
-                Action::Change,
-                format!(
-                    "`{prefix}` has no version.json; its nvcc reports release {version}, which cannot confirm {}",
-                    toolkit.version
-                ),
-            ),
-            (None, _) => (
-                Action::Change,
-                format!("`{prefix}` exists but holds no recognizable toolkit"),
-            ),
-        },
+        ),
     };
     let operations = if action == Action::NoOp {
         Vec::new()
     } else {
-        operations(toolkit)
+        operations(toolkit, apt)
     };
-    // A toolkit without version.json was not laid out by a runfile (a distribution
-    // package, a container image): installing over it would mix two installations.
-    let foreign = installed.is_some_and(|found| {
-        action != Action::NoOp && found.version_source != Some(ToolkitVersionSource::VersionJson)
-    });
-    let blocked = foreign.then(|| {
-        format!(
-            "`{prefix}` holds a toolkit installed by other means; remove it or choose another `toolkit.prefix` rather than running the runfile over it"
-        )
-    });
+    let blocked = if action == Action::NoOp {
+        None
+    } else {
+        blocked_reason(toolkit, installed, apt)
+    };
     Step {
         kind: StepKind::Toolkit,
-        subject: prefix.clone(),
+        subject: prefix,
         action,
         reason,
         operations,
         blocked,
-        verification: Some(Verification::ToolkitVersion {
-            prefix: toolkit.prefix.clone(),
-            version: toolkit.version.clone(),
-        }),
+        verification,
+    }
+}
+
+/// Whether the node's facts show exactly CUDA `version` at `prefix`, identified as the
+/// plan identifies it (`version.json`, the apt meta package, or a unique nvcc build);
+/// `Err` says what is there instead. The verification of the toolkit step: probe the
+/// node (e.g. with an empty [`crate::facts::ProbeRequest`]) and pass the facts here.
+pub fn verify(facts: &NodeFacts, prefix: &Path, version: &CudaVersion) -> Result<(), String> {
+    let rules = UpdateTable::embedded().map_err(|error| format!("{error}"))?;
+    match facts.toolkits.find(prefix) {
+        Some(found) if is_exactly(found, version) => Ok(()),
+        Some(found) => Err(format!(
+            "`{}` holds {}, not CUDA {version}",
+            prefix.display(),
+            found.describe(rules.apt())
+        )),
+        None => Err(format!("no toolkit in `{}`", prefix.display())),
     }
 }
 
@@ -158,6 +285,20 @@ pub fn removals(toolkit: &Toolkit, facts: &NodeFacts) -> Vec<Step> {
                 .version
                 .as_ref()
                 .map_or_else(|| "an unknown version".to_string(), |v| format!("CUDA {v}"));
+            // Removing files dpkg owns would leave its database lying.
+            let blocked = found.package_managed().then(|| {
+                format!(
+                    "`{prefix}` is installed from apt packages ({}); remove them with apt (e.g. `apt-get remove --purge {}`), not by deleting the directory",
+                    package_list(found),
+                    found
+                        .packages
+                        .iter()
+                        .filter(|package| package.installed)
+                        .map(|package| package.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            });
             Step {
                 kind: StepKind::Toolkit,
                 subject: prefix.clone(),
@@ -168,7 +309,7 @@ pub fn removals(toolkit: &Toolkit, facts: &NodeFacts) -> Vec<Step> {
                 operations: vec![Operation::Run(
                     NodeCommand::new("rm").arg("-rf").arg("--").arg(prefix),
                 )],
-                blocked: None,
+                blocked,
                 verification: None,
             }
         })
@@ -178,7 +319,16 @@ pub fn removals(toolkit: &Toolkit, facts: &NodeFacts) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+
+    /// A synthetic facts fixture, e.g. `h200.probe.txt` (the real H200 capture's probe).
+    fn fixture(name: &str) -> String {
+        fs_err::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/facts")
+                .join(name),
+        )
+        .unwrap()
+    }
 
     fn h200() -> NodeFacts {
         NodeFacts::read(
@@ -187,9 +337,27 @@ mod tests {
         .unwrap()
     }
 
-    fn toolkit(prefix: &str, keep_existing: bool) -> Toolkit {
+    /// The real H200 probe with `toolkit-dpkg` answered as NVIDIA's apt packages of
+    /// `update` would answer it (the capture predates the dpkg section).
+    fn h200_apt(update: &str, cudart: &str) -> NodeFacts {
+        let dpkg = format!(
+            "owner\tcuda-nvcc-13-0\nowner\tcuda-cudart-13-0\n\
+             package\tcuda-cudart-13-0\t{cudart}-1\tii \n\
+             package\tcuda-nvcc-13-0\t13.0.88-1\tii \n\
+             package\tcuda-toolkit-13-0\t{update}-1\tii \n"
+        );
+        let probe = fixture("h200.probe.txt").replace(
+            "@@begin python ",
+            &format!(
+                "@@begin toolkit-dpkg /usr/local/cuda-13.0@@\n{dpkg}@@end status=0@@\n@@begin python "
+            ),
+        );
+        NodeFacts::parse(&probe).unwrap()
+    }
+
+    fn runfile(version: &str, prefix: &str, keep_existing: bool) -> Toolkit {
         Toolkit {
-            version: "13.0.1".parse().unwrap(),
+            version: version.parse().unwrap(),
             prefix: PathBuf::from(prefix),
             installer: InstallerKind::Runfile,
             source: Some(crate::manifest::Source {
@@ -202,25 +370,178 @@ mod tests {
         }
     }
 
+    fn apt(version: &str) -> Toolkit {
+        Toolkit {
+            version: version.parse().unwrap(),
+            prefix: PathBuf::from("/usr/local/cuda-13.0"),
+            installer: InstallerKind::Apt,
+            source: None,
+            package: Some("cuda-toolkit-13-0".into()),
+            keep_existing: true,
+            provenance: None,
+        }
+    }
+
     #[test]
-    fn a_toolkit_installed_by_other_means_blocks_the_runfile() {
-        let step = plan(&toolkit("/usr/local/cuda-13.0", true), &h200());
+    fn the_real_h200_toolkit_is_ambiguous_and_the_runfile_is_refused_with_what_to_do() {
+        let step = plan(&runfile("13.0.1", "/usr/local/cuda-13.0", true), &h200());
         assert_eq!(step.action, Action::Change);
-        assert!(step.blocked.is_some(), "{step:?}");
+        assert_eq!(
+            step.reason,
+            "`/usr/local/cuda-13.0` holds a CUDA 13.0 toolkit (identified by its nvcc release: nvcc V13.0.88); nvcc V13.0.88 ships with CUDA 13.0.1 and 13.0.2 alike (rules/cuda-updates.yaml), so it cannot tell which; the manifest wants CUDA 13.0.1, by NVIDIA's runfile"
+        );
+        let blocked = step.blocked.unwrap();
+        assert!(
+            blocked.contains("installed by other means (no version.json, no dpkg package owns it)")
+                && blocked.contains("`/usr/local/cuda-13.0.1`"),
+            "{blocked}"
+        );
+    }
+
+    #[test]
+    fn an_apt_toolkit_that_is_the_manifests_update_is_adopted_whatever_the_installer() {
+        let facts = h200_apt("13.0.2", "13.0.96");
+        for toolkit in [
+            runfile("13.0.2", "/usr/local/cuda-13.0", true),
+            apt("13.0.2"),
+        ] {
+            let step = plan(&toolkit, &facts);
+            assert_eq!(step.action, Action::NoOp, "{step:?}");
+            assert!(step.operations.is_empty() && step.blocked.is_none());
+            assert_eq!(
+                step.reason,
+                "`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its apt meta package (dpkg): cuda-toolkit-13-0 13.0.2-1)"
+            );
+        }
+        assert_eq!(
+            verify(
+                &facts,
+                Path::new("/usr/local/cuda-13.0"),
+                &"13.0.2".parse().unwrap()
+            ),
+            Ok(())
+        );
+        assert!(
+            verify(
+                &facts,
+                Path::new("/usr/local/cuda-13.0"),
+                &"13.0.1".parse().unwrap()
+            )
+            .unwrap_err()
+            .contains("holds CUDA 13.0.2 (identified by its apt meta package (dpkg)")
+        );
+        // The ambiguous nvcc build never verifies an update.
+        assert!(
+            verify(
+                &h200(),
+                Path::new("/usr/local/cuda-13.0"),
+                &"13.0.2".parse().unwrap()
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn the_runfile_is_not_run_over_an_apt_toolkit_and_says_how_to_adopt_it() {
+        let step = plan(
+            &runfile("13.0.1", "/usr/local/cuda-13.0", true),
+            &h200_apt("13.0.2", "13.0.96"),
+        );
+        assert_eq!(step.action, Action::Change);
+        let blocked = step.blocked.unwrap();
+        assert!(
+            blocked.starts_with("`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its apt meta package (dpkg): cuda-toolkit-13-0 13.0.2-1), installed from NVIDIA's apt packages (cuda-cudart-13-0 13.0.96-1, cuda-nvcc-13-0 13.0.88-1, cuda-toolkit-13-0 13.0.2-1)")
+                && blocked.contains("set `toolkit.installer: apt`, `toolkit.package: cuda-toolkit-13-0` and `toolkit.version: \"13.0.2\"`"),
+            "{blocked}"
+        );
+    }
+
+    #[test]
+    fn apt_upgrades_an_older_update_pinned_and_refuses_to_downgrade() {
+        let step = plan(&apt("13.0.2"), &h200_apt("13.0.1", "13.0.88"));
+        assert_eq!(step.action, Action::Change);
+        assert!(step.blocked.is_none(), "{step:?}");
+        let commands: Vec<String> = step.operations.iter().map(Operation::describe).collect();
+        assert_eq!(
+            commands,
+            [
+                "env DEBIAN_FRONTEND=noninteractive apt-get update -q",
+                "env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends -- cuda-toolkit-13-0=13.0.2-1"
+            ]
+        );
+        let step = plan(&apt("13.0.1"), &h200_apt("13.0.2", "13.0.96"));
+        let blocked = step.blocked.unwrap();
+        assert!(
+            blocked
+                .contains("newer than the manifest's CUDA 13.0.1; apt is not asked to downgrade"),
+            "{blocked}"
+        );
+        // A fresh node: created with apt.
+        let mut fresh = h200();
+        fresh.toolkits = Default::default();
+        let step = plan(&apt("13.0.1"), &fresh);
+        assert_eq!(step.action, Action::Create);
+        assert!(step.blocked.is_none());
+        assert_eq!(
+            step.reason,
+            "no toolkit in `/usr/local/cuda-13.0`; CUDA 13.0.1 will be installed with apt (`cuda-toolkit-13-0=13.0.1-1`)"
+        );
+    }
+
+    #[test]
+    fn apt_needs_the_meta_package_of_the_line_and_its_prefix() {
+        let mut fresh = h200();
+        fresh.toolkits = Default::default();
+        let mut wrong_package = apt("13.0.1");
+        wrong_package.package = Some("cuda-nvcc-13-0".into());
+        assert!(
+            plan(&wrong_package, &fresh)
+                .blocked
+                .unwrap()
+                .contains("not NVIDIA's meta package of CUDA 13.0")
+        );
+        let mut wrong_prefix = apt("13.0.1");
+        wrong_prefix.prefix = PathBuf::from("/opt/cuda");
+        assert!(
+            plan(&wrong_prefix, &fresh)
+                .blocked
+                .unwrap()
+                .contains("install into `/usr/local/cuda-13.0`, not `/opt/cuda`")
+        );
+        // apt over the (ambiguous, unowned) real H200 toolkit would mix installations.
+        assert!(
+            plan(&apt("13.0.2"), &h200())
+                .blocked
+                .unwrap()
+                .contains("not installed from apt packages")
+        );
     }
 
     #[test]
     fn a_new_prefix_is_created_and_others_are_kept_or_removed() {
-        let step = plan(&toolkit("/usr/local/cuda-13.0.1", true), &h200());
+        let step = plan(&runfile("13.0.1", "/usr/local/cuda-13.0.1", true), &h200());
         assert_eq!(step.action, Action::Create);
         assert!(step.blocked.is_none());
-        assert!(removals(&toolkit("/usr/local/cuda-13.0.1", true), &h200()).is_empty());
-        let removed = removals(&toolkit("/usr/local/cuda-13.0.1", false), &h200());
+        assert!(removals(&runfile("13.0.1", "/usr/local/cuda-13.0.1", true), &h200()).is_empty());
+        let removed = removals(&runfile("13.0.1", "/usr/local/cuda-13.0.1", false), &h200());
         assert_eq!(removed.len(), 1);
         assert_eq!(removed[0].action, Action::Remove);
+        assert!(removed[0].blocked.is_none());
         assert_eq!(
             removed[0].operations[0].describe(),
             "rm -rf -- /usr/local/cuda-13.0"
+        );
+        // Files dpkg owns are not deleted behind its back.
+        let removed = removals(
+            &runfile("13.0.1", "/usr/local/cuda-13.0.1", false),
+            &h200_apt("13.0.2", "13.0.96"),
+        );
+        assert!(
+            removed[0]
+                .blocked
+                .as_ref()
+                .unwrap()
+                .contains("apt-get remove --purge")
         );
     }
 }
