@@ -640,6 +640,65 @@ fn a_sitecustomize_others_can_write_is_a_warning() {
         .iter()
         .find(|finding| finding.code == FindingCode::SitecustomizeWritableByOthers)
         .unwrap();
-    assert!(finding.message.contains("mode `777`"), "{}", finding.message);
+    assert!(
+        finding.message.contains("mode `777`"),
+        "{}",
+        finding.message
+    );
     assert_eq!(finding.severity, Severity::Warning);
+}
+
+/// See: issue 8: the probe's own output on the real H200 (Ubuntu 24.04, CUDA 13.0 from
+/// NVIDIA's apt packages), captured with `device` before any apply. The toolkit is
+/// identified by its apt meta package, the stdlib `sitecustomize.py` is a link to a
+/// root-owned 0644 file, and `libnvrtc.so.13` (found through `/usr/local/cuda/…`)
+/// resolves into `/usr/local/cuda-13.0/…` by real path.
+#[test]
+fn real_h200_probe_identifies_the_apt_toolkit_the_symlink_and_the_library() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/real-h200-device/h200-after.probe.txt"),
+    )
+    .unwrap();
+    let facts = NodeFacts::parse(&text).unwrap();
+    let toolkit = facts
+        .toolkits
+        .find(Path::new("/usr/local/cuda-13.0"))
+        .unwrap();
+    assert_eq!(toolkit.version.as_ref().unwrap().to_string(), "13.0.2");
+    let site = facts.sitecustomize.as_ref().unwrap();
+    assert_eq!(
+        site.origin.as_deref(),
+        Some(Path::new("/usr/lib/python3.12/sitecustomize.py"))
+    );
+    assert_eq!(
+        site.real_path.as_deref(),
+        Some(Path::new("/etc/python3.12/sitecustomize.py"))
+    );
+    assert_eq!((site.mode, site.uid), (Some(0o644), Some(0)));
+    assert_eq!(
+        facts
+            .ldconfig
+            .resolve("libnvrtc.so.13")
+            .unwrap()
+            .parent()
+            .unwrap(),
+        Path::new("/usr/local/cuda/targets/x86_64-linux/lib")
+    );
+    let expected = vec!["libnvrtc.so.13".to_string()];
+    assert!(
+        facts
+            .ldconfig
+            .unresolved(
+                &expected,
+                &[PathBuf::from("/usr/local/cuda-13.0/targets/x86_64-linux/lib")]
+            )
+            .is_empty()
+    );
+    assert!(
+        !facts
+            .findings()
+            .iter()
+            .any(|finding| finding.code == FindingCode::SitecustomizeWritableByOthers)
+    );
 }
