@@ -914,6 +914,45 @@ mod tests {
     }
 
     #[test]
+    fn hash_command_repeats_how_the_plan_chose_its_node() {
+        let manifest = Path::new("manifests/sglang-0.5.9-cu130.yaml");
+        assert_eq!(
+            hash_command(
+                manifest,
+                NodeChoice::Facts(Path::new("my facts.json")),
+                Some(Path::new("snap.json"))
+            ),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --facts 'my facts.json' --snapshot snap.json"
+        );
+        let node = NodeArgs {
+            local: false,
+            host: Some("node0".to_string()),
+        };
+        let ssh = SshArgs {
+            ssh_config: Some(PathBuf::from("/tmp/tb/ssh_config")),
+            known_hosts: None,
+            accept_new_host_keys: true,
+        };
+        assert_eq!(
+            hash_command(manifest, NodeChoice::Probed(&node, &ssh), None),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --host node0 --ssh-config /tmp/tb/ssh_config --accept-new-host-keys"
+        );
+        let local = NodeArgs {
+            local: true,
+            host: None,
+        };
+        let none = SshArgs {
+            ssh_config: None,
+            known_hosts: None,
+            accept_new_host_keys: false,
+        };
+        assert_eq!(
+            hash_command(manifest, NodeChoice::Probed(&local, &none), None),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --local"
+        );
+    }
+
+    #[test]
     fn python_versions() {
         assert_eq!(full_python_version("3.12").unwrap().to_string(), "3.12.0");
         assert_eq!(full_python_version("3.11.7").unwrap().to_string(), "3.11.7");
