@@ -202,6 +202,15 @@ async fn converge_node(
             steps.push(step_report(&step, "no-op", None));
             continue;
         }
+        // Planned anew (e.g. against an interpreter the python-env step just created),
+        // a step can turn out blocked: stop the node before it changes anything more.
+        if let Some(reason) = &step.blocked {
+            return Err(CommandError::Blocked {
+                node: node.clone(),
+                step: step.kind.to_string(),
+                reason: reason.clone(),
+            });
+        }
         match apply_step(transport, &step, context).await? {
             StepOutcome::Unchanged => steps.push(step_report(&step, "no-op", None)),
             StepOutcome::Applied => {
