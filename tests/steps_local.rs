@@ -298,6 +298,25 @@ async fn writes_refuse_changed_files_and_unsafe_private_directories() {
             .unwrap_err();
         assert!(error.to_string().contains("Failed to write"), "{error}");
         assert!(!staged.exists());
+        // A symlink planted where the staging directory goes leads to another user's
+        // directory: judged by its real path, refused.
+        let planted = dir.path().join("planted");
+        std::os::unix::fs::symlink(&staging, &planted).unwrap();
+        let error = transport
+            .write_file(
+                Stdin::Bytes(b"#!/bin/sh\n"),
+                &WriteSpec {
+                    before_images: None,
+                    ..Placement::Staged { mode: 0o700 }.spec(&planted.join("sub/runfile.run"))
+                },
+            )
+            .await
+            .unwrap_err();
+        let TransportError::WriteFile { message, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert!(message.contains("owned by uid 65534"), "{message}");
+        assert!(!staging.join("sub").exists());
     }
     // A missing private directory is created 0700 and the file gets its new mode.
     let fresh = dir.path().join("new-staging/runfile.run");

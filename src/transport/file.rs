@@ -7,8 +7,10 @@
 //! renames it over the target, so readers see the old file or the new one. It refuses
 //! to write when the file changed since it was read (compare-and-swap on its digest)
 //! and keeps the previous content as a before-image in a root-only directory.
-//! Directories that must be private (staging, secrets) are created root-owned 0700 and
-//! refused when another user owns them or others may write to them.
+//! Directories that must be private (staging, secrets, before-images) are created
+//! root-owned 0700 and refused when another user owns them or others may write to them,
+//! or when any directory above them could be changed by another user (a symlink planted
+//! in `/var/tmp` leads to a directory that is checked by its real path).
 //!
 //! A read is exact bytes; a file that cannot be read is an error, never an empty file.
 //! This module decides nothing about what to write (the steps do).
@@ -106,29 +108,55 @@ exec cat -- "$target"
 const WRITE_SCRIPT: &str = r#"set -eu
 umask 022
 path=$1 new_mode=$2 secret=$3 private=$4 expected=$5 images=$6
+self=$(id -u)
 fail() {
     printf '%s\n' "$*" >&2
     exit 3
 }
-# private_dir DIR: DIR is a directory of ours that nobody else may write to; made 0700.
+# safe_dir DIR: DIR (canonical) and every directory above it belong to root or to us and
+# nobody else may write to them (a sticky directory such as /var/tmp is safe): then no
+# other user can swap anything on the way to DIR.
+safe_dir() {
+    dir=$1
+    while :; do
+        owner_mode=$(stat -c '%u %a' -- "$dir") || fail "cannot inspect \`$dir\`"
+        owner=${owner_mode% *}
+        dir_mode=${owner_mode#* }
+        case $owner in
+            0|"$self") ;;
+            *) fail "refusing \`$dir\`: it is owned by uid $owner; remove it or let root own it" ;;
+        esac
+        if [ $(( 0$dir_mode & 022 )) -ne 0 ] && [ $(( 0$dir_mode & 01000 )) -eq 0 ]; then
+            fail "refusing \`$dir\`: its mode $dir_mode lets other users write to it"
+        fi
+        [ "$dir" = / ] && return 0
+        dir=$(dirname -- "$dir")
+    done
+}
+# private_dir DIR: DIR (canonical) is ours alone: created 0700 when missing, refused when
+# another user owns it or others may write to it, and safe all the way up.
 private_dir() {
-    if [ ! -e "$1" ] && [ ! -L "$1" ]; then
+    existing=$1
+    while [ ! -e "$existing" ]; do
+        existing=$(dirname -- "$existing")
+    done
+    if [ "$existing" != "$1" ]; then
+        # Nothing is created below a directory another user could change.
+        safe_dir "$existing"
         mkdir -p -- "$(dirname -- "$1")"
         mkdir -m 700 -- "$1" 2>/dev/null || true
     fi
-    [ ! -L "$1" ] || fail "refusing \`$1\`: it is a symbolic link, not a private directory"
     [ -d "$1" ] || fail "refusing \`$1\`: it is not a directory"
     owner_mode=$(stat -c '%u %a' -- "$1")
     owner=${owner_mode% *}
     dir_mode=${owner_mode#* }
-    [ "$owner" = "$(id -u)" ] || fail "refusing \`$1\`: it is owned by uid $owner, not by uid $(id -u); remove it or let root own it"
+    [ "$owner" = "$self" ] || fail "refusing \`$1\`: it is owned by uid $owner, not by uid $self; remove it or let root own it"
     [ $(( 0$dir_mode & 022 )) -eq 0 ] || fail "refusing \`$1\`: its mode $dir_mode lets other users write to it"
+    safe_dir "$(dirname -- "$1")"
 }
-target=$path
-if [ -L "$path" ]; then
-    target=$(readlink -f -- "$path") || fail "cannot resolve the symbolic link \`$path\`"
-    [ -n "$target" ] || fail "cannot resolve the symbolic link \`$path\`"
-fi
+# Every symbolic link on the way is followed: the real target is replaced, links stay.
+target=$(readlink -m -- "$path") || fail "cannot resolve \`$path\`"
+[ -n "$target" ] || fail "cannot resolve \`$path\`"
 directory=$(dirname -- "$target")
 if [ "$private" = 1 ]; then
     private_dir "$directory"
@@ -153,6 +181,7 @@ if [ -e "$target" ]; then
         mode=$(printf '%o' $(( 0$mode & 07700 )))
     fi
     if [ -n "$images" ]; then
+        images=$(readlink -m -- "$images")
         private_dir "$images"
         if [ ! -e "$images/$current" ]; then
             (umask 077 && cp -- "$target" "$images/.$current.tmp" && mv -f -- "$images/.$current.tmp" "$images/$current")
@@ -164,7 +193,7 @@ else
         any|absent) ;;
         *) fail "\`$target\` no longer exists since it was read; nothing was written" ;;
     esac
-    uid=$(id -u)
+    uid=$self
     gid=$(id -g)
     mode=$new_mode
 fi
