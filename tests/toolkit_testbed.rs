@@ -89,7 +89,8 @@ fn toolkit_step(report: &serde_json::Value) -> serde_json::Value {
         .iter()
         .find(|step| step["kind"] == "toolkit")
         .cloned()
-        .unwrap_or_else(|| panic!("no toolkit step in {report:#}"))
+        .ok_or_else(|| format!("no toolkit step in {report:#}"))
+        .unwrap()
 }
 
 /// Every file under a node's overlay upper directories, with its digest.
