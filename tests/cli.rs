@@ -85,7 +85,8 @@ fn malformed_manifests_are_located() {
             .as_array()
             .unwrap()
             .clone();
-        let source = std::fs::read_to_string(file).unwrap();
+        // Lossy: one file of the corpus is deliberately not UTF-8.
+        let source = String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned();
         let expectations: Vec<&str> = source
             .lines()
             .filter_map(|line| line.strip_prefix("# expect: "))
@@ -245,16 +246,19 @@ fn diff_reads_git_revisions() {
     assert!(stderr(&invalid).contains("HEAD:bad.yaml:1:1: missing required key `target`"));
 }
 
-/// A value that tries every trick: markdown, HTML, a terminal escape, a new line that
-/// forges a line of output, shell syntax.
-const HOSTILE: &str = "x`y``*em*_u_<b>b</b>[l](http://e.invalid)\n# forged | row\u{1b}[31m$(id)";
+/// A value that tries every trick a manifest still accepts: markdown, HTML, a new line
+/// that forges a line of output, shell syntax. Terminal escapes and bidirectional
+/// overrides are refused by validation (see `control_characters_are_refused_and_escaped`).
+const HOSTILE: &str = "x`y``*em*_u_<b>b</b>[l](http://e.invalid)\n# forged | row[31m$(id)";
 
 fn hostile_manifest(secret: &str) -> String {
     let quoted = serde_json::to_string(HOSTILE).unwrap();
-    let path = serde_json::to_string(&format!("/opt/{HOSTILE}")).unwrap();
+    // Names, paths and patterns are one line: the same tricks without the line break.
+    let line = serde_json::to_string(&HOSTILE.replace('\n', " ")).unwrap();
+    let path = serde_json::to_string(&format!("/opt/{}", HOSTILE.replace('\n', " "))).unwrap();
     format!(
         r#"schema: 1
-name: {quoted}
+name: {line}
 description: {quoted}
 target:
   python: {path}
@@ -279,11 +283,11 @@ env:
   PLAIN: {quoted}
   TOKEN: {{ value: {secret}, secret: true }}
 verify:
-  launch: [python3, {quoted}]
+  launch: [python3, {line}]
   workdir: {path}
   log: {path}
-  ready: {quoted}
-  fail: [{quoted}]
+  ready: {line}
+  fail: [{line}]
   timeout: 1m
   health: "http://127.0.0.1:1/{HOSTILE_URL}"
 "#,
@@ -374,4 +378,115 @@ fn assert_markdown_is_inert(markdown: &str) {
             _ => {}
         }
     }
+}
+
+/// See: issue 9 — control characters and bidirectional overrides are refused with their
+/// location, and the report that quotes them escapes them.
+#[test]
+fn control_characters_are_refused_and_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = "schema: 1\nname: \"a\\e[31mred\"\ndescription: \"safe\\u202Eexe.txt\"\ntarget: { python: \"/opt/env/bin/python3\\u202E\" }\n";
+    std::fs::write(dir.path().join("m.yaml"), manifest).unwrap();
+    let output = upgrade_in(dir.path(), &["validate", "m.yaml"]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(text.contains("m.yaml:2:7: error: invalid `name`: control character U+001B"));
+    assert!(text.contains(
+        "m.yaml:3:14: error: invalid `description`: bidirectional control character U+202E"
+    ));
+    assert!(text.contains("m.yaml:4:19: error: invalid `target.python`"));
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+        "{text}"
+    );
+}
+
+/// See: issue 9 — a byte order mark is accepted; a file over 16 MiB is refused.
+#[test]
+fn byte_order_mark_is_accepted_and_size_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = "\u{feff}schema: 1\nname: bom\ntarget: { python: /opt/ml-env/bin/python3 }\n";
+    std::fs::write(dir.path().join("bom.yaml"), manifest).unwrap();
+    let output = upgrade_in(dir.path(), &["validate", "bom.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+
+    let mut large = String::from(
+        "schema: 1\nname: large\ntarget: { python: /opt/ml-env/bin/python3 }\ndescription: \"",
+    );
+    large.push_str(&"x".repeat(16 * 1024 * 1024));
+    large.push_str("\"\n");
+    std::fs::write(dir.path().join("large.yaml"), large).unwrap();
+    let output = upgrade_in(dir.path(), &["validate", "large.yaml"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("more than the limit of 16 MiB"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// See: issue 9 — a `REV:PATH` argument that starts with `-` never reaches `git show`
+/// as an option (`--output=FILE` would create the file).
+#[test]
+fn diff_revision_is_never_an_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("created");
+    let argument = format!("--output={}:m.yaml", target.display());
+    let output = upgrade_in(
+        dir.path(),
+        &["diff", "--", &argument, "/nonexistent/m.yaml"],
+    );
+    assert_ne!(output.status.code(), Some(0));
+    assert!(!target.exists(), "git show wrote {}", target.display());
+    assert!(
+        stderr(&output).contains("a revision does not start with `-`"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// See: issue 9 — credentials in index and git URLs never appear in any diff format or
+/// in validation messages.
+#[test]
+fn url_credentials_are_masked_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = |token: &str| {
+        format!(
+            "schema: 1\nname: creds\ntarget: {{ python: /opt/ml-env/bin/python3 }}\nindexes:\n  - {{ name: private, url: \"https://user:{token}@index.example.invalid/simple?token={token}\" }}\npackages:\n  torch: \"==2.9.1\"\n  sglang: {{ git: \"https://{token}@git.example.invalid/org/sglang\", rev: v0.5.9 }}\n"
+        )
+    };
+    std::fs::write(dir.path().join("old.yaml"), manifest("0ld-t0ken-value")).unwrap();
+    std::fs::write(dir.path().join("new.yaml"), manifest("n3w-t0ken-value")).unwrap();
+    for format in ["text", "markdown", "json"] {
+        let output = upgrade_in(
+            dir.path(),
+            &["diff", "old.yaml", "new.yaml", "--format", format],
+        );
+        let text = format!("{}{}", stdout(&output), stderr(&output));
+        assert!(!text.contains("t0ken-value"), "{format}: {text}");
+        assert!(
+            text.contains("user:***@index.example.invalid"),
+            "{format}: {text}"
+        );
+        assert!(
+            text.contains("only the credentials in the URL changed"),
+            "{format}: {text}"
+        );
+    }
+    let bad = manifest("0ld-t0ken-value")
+        .replace("rev: v0.5.9", "rev: \"-x\"")
+        .replace("https://user", "ftp://user");
+    std::fs::write(dir.path().join("bad.yaml"), bad).unwrap();
+    let output = upgrade_in(dir.path(), &["validate", "--format", "json", "bad.yaml"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        !stdout(&output).contains("t0ken-value"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stdout(&output).contains("ftp://user:***@"),
+        "{}",
+        stdout(&output)
+    );
 }

@@ -49,6 +49,17 @@ pub enum ManifestError {
         /// Every problem found, in file order.
         diagnostics: Vec<Diagnostic>,
     },
+    /// The file is larger than [`super::MAX_MANIFEST_BYTES`].
+    #[error(
+        "Failed to load manifest `{file}`: it is {size} bytes, more than the limit of 16 MiB ({} bytes)",
+        super::MAX_MANIFEST_BYTES
+    )]
+    TooLarge {
+        /// The file as the user named it.
+        file: String,
+        /// Its size in bytes.
+        size: u64,
+    },
     /// A `REV:PATH` argument could not be read from git.
     #[error("Failed to read `{path}` at git revision `{rev}`: {message}")]
     GitShow {

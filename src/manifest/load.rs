@@ -4,7 +4,9 @@
 //! references between sections (an index a package names) are checked at the end, so
 //! one run of `upgrade validate` lists everything that is wrong with a file.
 
-use std::path::{Path, PathBuf};
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
 use std::time::Duration;
@@ -14,6 +16,7 @@ use pep508_rs::{PackageName, Requirement};
 
 use super::error::{Diagnostic, ManifestError};
 use super::model::*;
+use super::redact::{has_credentials, redact_text, redact_url};
 use super::yaml::{self, Key, Node, NodeKind, Span};
 use crate::cuda::{CudaVersion, DriverVersion, GpuArch};
 use crate::shell;
@@ -54,8 +57,17 @@ pub fn load(source: &ManifestSource) -> Result<Manifest, ManifestError> {
     match source {
         ManifestSource::Path(path) => load_file(path),
         ManifestSource::GitRevision { rev, path } => {
+            if rev.starts_with('-') {
+                return Err(ManifestError::GitShow {
+                    rev: rev.clone(),
+                    path: path.clone(),
+                    message: "a revision does not start with `-`".to_string(),
+                });
+            }
+            // `--end-of-options`: whatever the argument says, git reads it as a revision.
             let output = Command::new("git")
                 .arg("show")
+                .arg("--end-of-options")
                 .arg(format!("{rev}:{path}"))
                 .output()
                 .map_err(|error| ManifestError::GitShow {
@@ -70,19 +82,78 @@ pub fn load(source: &ManifestSource) -> Result<Manifest, ManifestError> {
                     message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
                 });
             }
-            let text = String::from_utf8_lossy(&output.stdout);
+            let file = format!("{rev}:{path}");
+            if output.stdout.len() > MAX_MANIFEST_BYTES {
+                return Err(ManifestError::TooLarge {
+                    file,
+                    size: output.stdout.len() as u64,
+                });
+            }
+            let text = decode(output.stdout, &file)?;
             // Patches are looked up at that revision's tree, which is not on disk.
-            load_str(&text, &format!("{rev}:{path}"), None)
+            load_str(&text, &file, None)
         }
     }
 }
 
-/// Load a manifest file; patch files are checked relative to its directory.
-pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
-    let text = fs_err::read_to_string(path).map_err(|source| ManifestError::Read {
+/// The largest manifest read, 16 MiB: the shipped ones are a few kilobytes, and the
+/// bound keeps loading a hostile file within a small multiple of this in memory.
+pub const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// Read a manifest file as text: at most [`MAX_MANIFEST_BYTES`], and UTF-8 (a file that
+/// is not gets the line and column of its first bad byte).
+pub fn read_text(path: &Path) -> Result<String, ManifestError> {
+    let read_error = |source| ManifestError::Read {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let file = fs_err::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_MANIFEST_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() > MAX_MANIFEST_BYTES {
+        let size = fs_err::metadata(path).map_or(bytes.len() as u64, |meta| meta.len());
+        return Err(ManifestError::TooLarge {
+            file: path.display().to_string(),
+            size,
+        });
+    }
+    decode(bytes, &path.display().to_string())
+}
+
+/// UTF-8 text, or a located diagnostic at the first byte that is not UTF-8.
+fn decode(bytes: Vec<u8>, file: &str) -> Result<String, ManifestError> {
+    String::from_utf8(bytes).map_err(|error| {
+        let bytes = error.as_bytes();
+        let valid = error.utf8_error().valid_up_to();
+        let before = &bytes[..valid];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |newline| newline + 1);
+        // Every byte before `valid` is UTF-8, so the column counts characters.
+        let column = String::from_utf8_lossy(&before[line_start..])
+            .chars()
+            .count()
+            + 1;
+        let byte = bytes.get(valid).copied().unwrap_or_default();
+        ManifestError::Invalid {
+            file: file.to_string(),
+            diagnostics: vec![Diagnostic {
+                file: file.to_string(),
+                span: Span { line, column },
+                message: format!("invalid UTF-8: byte `0x{byte:02x}` is not UTF-8 text"),
+                hint: Some("a manifest is UTF-8 text; re-encode the file".to_string()),
+            }],
+        }
+    })
+}
+
+/// Load a manifest file; patch files are checked relative to its directory.
+pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
+    let text = read_text(path)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     load_str(&text, &path.display().to_string(), Some(&base))
 }
@@ -170,11 +241,13 @@ impl<'a> Fields<'a> {
 }
 
 impl Checker {
+    /// Record a problem. Every message passes [`redact_text`], so a URL quoted in it
+    /// never shows its credentials.
     fn error(&mut self, span: Span, message: impl Into<String>) {
         self.diagnostics.push(Diagnostic {
             file: self.file.clone(),
             span,
-            message: message.into(),
+            message: redact_text(&message.into()),
             hint: None,
         });
     }
@@ -183,7 +256,7 @@ impl Checker {
         self.diagnostics.push(Diagnostic {
             file: self.file.clone(),
             span,
-            message: message.into(),
+            message: redact_text(&message.into()),
             hint: Some(hint.into()),
         });
     }
@@ -243,9 +316,40 @@ impl Checker {
         node
     }
 
+    /// Refuse characters that cannot mean anything in a value and can hide or forge
+    /// text: C0 and C1 controls (NUL, escape…) other than tab and line feed where
+    /// `multi_line`, and the bidirectional controls (e.g. U+202E) everywhere.
+    fn check_characters(&mut self, span: Span, what: &str, text: &str, multi_line: bool) -> bool {
+        let bad = text.chars().enumerate().find(|(_, c)| {
+            let allowed = multi_line && matches!(c, '\t' | '\n');
+            (c.is_control() && !allowed) || is_bidi_control(*c)
+        });
+        match bad {
+            None => true,
+            Some((position, c)) => {
+                let kind = if is_bidi_control(c) {
+                    "bidirectional control character"
+                } else {
+                    "control character"
+                };
+                self.error(
+                    span,
+                    format!(
+                        "invalid `{what}`: {kind} U+{:04X} at character {}; it cannot mean anything here",
+                        u32::from(c),
+                        position + 1
+                    ),
+                );
+                false
+            }
+        }
+    }
+
     fn string(&mut self, node: &Node, what: &str) -> Option<String> {
         match &node.kind {
-            NodeKind::Scalar(scalar) if !node.is_null() => Some(scalar.text.clone()),
+            NodeKind::Scalar(scalar) if !node.is_null() => self
+                .check_characters(node.span, what, &scalar.text, true)
+                .then(|| scalar.text.clone()),
             _ => {
                 self.error(
                     node.span,
@@ -265,6 +369,35 @@ impl Checker {
             self.error(
                 node.span,
                 format!("expected `{what}` to be a non-empty string"),
+            );
+            return None;
+        }
+        Some(text)
+    }
+
+    /// A non-empty value on one line: no control characters at all.
+    fn line(&mut self, node: &Node, what: &str) -> Option<String> {
+        let text = self.non_empty_string(node, what)?;
+        self.check_characters(node.span, what, &text, false)
+            .then_some(text)
+    }
+
+    /// A name handed to a program as an argument (a package, a revision): one line,
+    /// no whitespace, and never starting with `-`, which a program would read as an option.
+    fn argument(&mut self, node: &Node, what: &str) -> Option<String> {
+        let text = self.line(node, what)?;
+        if text.starts_with('-') {
+            self.error_with_hint(
+                node.span,
+                format!("invalid `{what}` `{text}`: a value starting with `-` would be read as an option"),
+                "name it without the leading `-`",
+            );
+            return None;
+        }
+        if text.chars().any(char::is_whitespace) {
+            self.error(
+                node.span,
+                format!("invalid `{what}` `{text}`: expected one word, without spaces"),
             );
             return None;
         }
@@ -298,13 +431,41 @@ impl Checker {
     }
 
     fn absolute_path(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
-        let text = self.non_empty_string(node, what)?;
-        let path = PathBuf::from(&text);
+        let text = self.line(node, what)?;
+        self.absolute_path_text(node.span, what, &text)
+    }
+
+    /// An absolute path without `..` (a path that climbs out of where it seems to be).
+    fn absolute_path_text(&mut self, span: Span, what: &str, text: &str) -> Option<PathBuf> {
+        let path = PathBuf::from(text);
         if !path.is_absolute() {
             self.error_with_hint(
-                node.span,
+                span,
                 format!("expected `{what}` to be an absolute path, found `{text}`"),
                 "paths on a node are absolute: the tool does not guess a working directory",
+            );
+            return None;
+        }
+        if path.components().any(|c| matches!(c, Component::ParentDir)) {
+            self.error_with_hint(
+                span,
+                format!("invalid `{what}` `{text}`: `..` is not allowed in a path"),
+                "write the path it means, without `..`",
+            );
+            return None;
+        }
+        Some(path)
+    }
+
+    /// An absolute path that names a file, not the root or a directory, e.g. an
+    /// interpreter `/opt/ml-env/bin/python3`.
+    fn file_path(&mut self, node: &Node, what: &str) -> Option<PathBuf> {
+        let path = self.absolute_path(node, what)?;
+        let text = path.display().to_string();
+        if path.file_name().is_none() || text.ends_with('/') {
+            self.error(
+                node.span,
+                format!("invalid `{what}` `{text}`: expected the path of a file, not a directory"),
             );
             return None;
         }
@@ -331,14 +492,10 @@ impl Checker {
         let Some(items) = self.sequence(node, what) else {
             return Vec::new();
         };
+        let item_what = format!("{what}[]");
         items
             .iter()
-            .filter_map(|item| {
-                Some((
-                    self.non_empty_string(item, &format!("{what}[]"))?,
-                    item.span,
-                ))
-            })
+            .filter_map(|item| Some((self.line(item, &item_what)?, item.span)))
             .collect()
     }
 
@@ -370,7 +527,7 @@ impl Checker {
         });
         let name = self
             .require(&mut fields, "name")
-            .and_then(|node| self.non_empty_string(node, "name"));
+            .and_then(|node| self.line(node, "name"));
         let description = fields
             .take("description")
             .and_then(|node| self.string(node, "description"));
@@ -450,10 +607,10 @@ impl Checker {
         let mut fields = self.fields(node, "target", KEYS)?;
         let python = self
             .require(&mut fields, "python")
-            .and_then(|n| self.absolute_path(n, "target.python"));
+            .and_then(|n| self.file_path(n, "target.python"));
         let base_python = fields
             .take("base_python")
-            .and_then(|n| self.absolute_path(n, "target.base_python"));
+            .and_then(|n| self.file_path(n, "target.base_python"));
         let python_version = fields.take("python_version").and_then(|n| {
             let text = self.non_empty_string(n, "target.python_version")?;
             let valid = text.split('.').count() >= 2
@@ -525,7 +682,7 @@ impl Checker {
             .and_then(|n| self.parsed::<CudaVersion>(n, "toolkit.version"));
         let prefix = self
             .require(&mut fields, "prefix")
-            .and_then(|n| self.absolute_path(n, "toolkit.prefix"));
+            .and_then(|n| self.toolkit_prefix(n));
         let installer_node = self.require(&mut fields, "installer");
         let installer = installer_node.and_then(|n| {
             let text = self.string(n, "toolkit.installer")?;
@@ -545,9 +702,8 @@ impl Checker {
         });
         let source_node = fields.take("source");
         let source = source_node.and_then(|n| self.source(n));
-        let package = fields
-            .take("package")
-            .and_then(|n| self.non_empty_string(n, "toolkit.package"));
+        let package_node = fields.take("package");
+        let package = package_node.and_then(|n| self.apt_package(n));
         let keep_existing = fields
             .take("keep_existing")
             .and_then(|n| self.boolean(n, "toolkit.keep_existing"))
@@ -561,7 +717,7 @@ impl Checker {
             Some(InstallerKind::Runfile) if source_node.is_none() => {
                 self.error(span, "missing required key `source` in `toolkit`: a runfile installer needs `source.url` and `source.sha256`");
             }
-            Some(InstallerKind::Apt) if package.is_none() => {
+            Some(InstallerKind::Apt) if package_node.is_none() => {
                 self.error(span, "missing required key `package` in `toolkit`: an apt installer needs the package name, e.g. `cuda-toolkit-13-0`");
             }
             _ => {}
@@ -577,12 +733,56 @@ impl Checker {
         })
     }
 
+    /// The toolkit's own directory: never `/` or a system directory it would share.
+    fn toolkit_prefix(&mut self, node: &Node) -> Option<PathBuf> {
+        let path = self.absolute_path(node, "toolkit.prefix")?;
+        let normalized: PathBuf = path.components().collect();
+        if SYSTEM_DIRECTORIES
+            .iter()
+            .any(|dir| normalized == Path::new(dir))
+        {
+            self.error_with_hint(
+                node.span,
+                format!(
+                    "invalid `toolkit.prefix` `{}`: a toolkit gets its own directory, not `{}`",
+                    path.display(),
+                    normalized.display()
+                ),
+                "e.g. `/usr/local/cuda-13.0`",
+            );
+            return None;
+        }
+        Some(path)
+    }
+
+    /// A Debian package name, e.g. `cuda-toolkit-13-0`: lower-case letters, digits and
+    /// `+ - .`, starting with a letter or digit (Debian Policy 5.6.1).
+    fn apt_package(&mut self, node: &Node) -> Option<String> {
+        let text = self.argument(node, "toolkit.package")?;
+        let valid = text.len() >= 2
+            && text
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b));
+        if !valid {
+            self.error(
+                node.span,
+                format!("invalid `toolkit.package` `{text}`: expected a Debian package name (lower-case letters, digits, `+`, `-`, `.`), e.g. `cuda-toolkit-13-0`"),
+            );
+            return None;
+        }
+        Some(text)
+    }
+
     fn source(&mut self, node: &Node) -> Option<Source> {
         const KEYS: &[&str] = &["url", "sha256"];
         let mut fields = self.fields(node, "toolkit.source", KEYS)?;
         let url = self
             .require(&mut fields, "url")
-            .and_then(|n| self.url(n, "toolkit.source.url"));
+            .and_then(|n| self.runfile_url(n));
         let sha256 = self
             .require(&mut fields, "sha256")
             .and_then(|n| self.parsed::<Sha256>(n, "toolkit.source.sha256"));
@@ -593,19 +793,77 @@ impl Checker {
         })
     }
 
-    fn url(&mut self, node: &Node, what: &str) -> Option<String> {
-        let text = self.non_empty_string(node, what)?;
+    /// A URL with one of `schemes`. Credentials (`user:token@`, `?token=`) are refused
+    /// unless `credentials` says the field can keep them off a node's command lines.
+    /// Messages show the URL with its credentials masked.
+    fn url(
+        &mut self,
+        node: &Node,
+        what: &str,
+        schemes: &[&str],
+        credentials: Credentials,
+    ) -> Option<String> {
+        let text = self.line(node, what)?;
+        let shown = redact_url(&text);
+        let quoted: Vec<String> = schemes.iter().map(|scheme| format!("`{scheme}`")).collect();
+        let expected = match quoted.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => quoted.concat(),
+        };
         match url::Url::parse(&text) {
-            Ok(parsed) if matches!(parsed.scheme(), "http" | "https" | "file") => Some(text),
+            Ok(parsed) if schemes.contains(&parsed.scheme()) => {
+                if parsed.host_str().is_some_and(|host| host.starts_with('-')) {
+                    self.error(
+                        node.span,
+                        format!("invalid `{what}` `{shown}`: a host does not start with `-`"),
+                    );
+                    return None;
+                }
+                if credentials == Credentials::Refused && has_credentials(&text) {
+                    self.error_with_hint(
+                        node.span,
+                        format!("invalid `{what}` `{shown}`: credentials in this URL would be visible on the node"),
+                        "serve it without credentials (e.g. from a host only the nodes reach); only `indexes[].url` and `packages.*.git` may carry credentials",
+                    );
+                    return None;
+                }
+                Some(text)
+            }
             Ok(parsed) => {
-                self.error(node.span, format!("invalid `{what}` `{text}`: expected an `http`, `https` or `file` URL, found scheme `{}`", parsed.scheme()));
+                self.error(
+                    node.span,
+                    format!(
+                        "invalid `{what}` `{shown}`: expected an {expected} URL, found scheme `{}`",
+                        parsed.scheme()
+                    ),
+                );
                 None
             }
             Err(error) => {
-                self.error(node.span, format!("invalid `{what}` `{text}`: {error}"));
+                self.error(node.span, format!("invalid `{what}` `{shown}`: {error}"));
                 None
             }
         }
+    }
+
+    /// The runfile's URL: http(s) or file, naming a file (not ending in `/`, no `.` or
+    /// `..` segment, which a server or the file system would resolve elsewhere).
+    fn runfile_url(&mut self, node: &Node) -> Option<String> {
+        const WHAT: &str = "toolkit.source.url";
+        let text = self.url(node, WHAT, &["http", "https", "file"], Credentials::Refused)?;
+        let path = url_path(&text);
+        let dot_segment = path.split('/').any(|segment| {
+            let segment = segment.to_ascii_lowercase().replace("%2e", ".");
+            segment == "." || segment == ".."
+        });
+        if path.ends_with('/') || path.is_empty() || dot_segment {
+            self.error(
+                node.span,
+                format!("invalid `{WHAT}` `{text}`: expected the URL of a file, without `.` or `..` segments and not ending in `/`"),
+            );
+            return None;
+        }
+        Some(text)
     }
 
     fn indexes(&mut self, node: &Node) -> Vec<Index> {
@@ -614,15 +872,22 @@ impl Checker {
             return Vec::new();
         };
         let mut indexes: Vec<Index> = Vec::new();
+        let mut first_by_name: HashMap<String, Span> = HashMap::new();
+        let mut default_index: Option<(String, Span)> = None;
         for item in items {
             let Some(mut fields) = self.fields(item, "indexes[]", KEYS) else {
                 continue;
             };
             let name_node = self.require(&mut fields, "name");
             let name = name_node.and_then(|n| self.index_name(n));
-            let url = fields
-                .take("url")
-                .and_then(|n| self.url(n, "indexes[].url"));
+            let url = fields.take("url").and_then(|n| {
+                self.url(
+                    n,
+                    "indexes[].url",
+                    &["http", "https", "file"],
+                    Credentials::Allowed,
+                )
+            });
             let explicit = fields
                 .take("explicit")
                 .and_then(|n| self.boolean(n, "indexes[].explicit"))
@@ -634,21 +899,21 @@ impl Checker {
             let (Some(name), Some(name_node)) = (name, name_node) else {
                 continue;
             };
-            if let Some(first) = indexes.iter().find(|index| index.name == name) {
-                let first = first.span;
+            if let Some(first) = first_by_name.get(&name) {
                 self.error(
                     name_node.span,
                     format!("duplicate index name `{name}` (first defined at {first})"),
                 );
                 continue;
             }
-            if url.is_none()
-                && let Some(first) = indexes.iter().find(|index| index.url.is_none())
-            {
-                let first = first.span;
-                self.error(name_node.span, format!("index `{name}` has no `url`, and `{}` already stands for pip's configured default index (at {first})", first_name(&indexes)));
-                continue;
+            if url.is_none() {
+                if let Some((first_name, first)) = &default_index {
+                    self.error(name_node.span, format!("index `{name}` has no `url`, and `{first_name}` already stands for pip's configured default index (at {first})"));
+                    continue;
+                }
+                default_index = Some((name.clone(), item.span));
             }
+            first_by_name.insert(name.clone(), item.span);
             indexes.push(Index {
                 name,
                 url,
@@ -661,7 +926,7 @@ impl Checker {
     }
 
     fn index_name(&mut self, node: &Node) -> Option<String> {
-        let name = self.non_empty_string(node, "indexes[].name")?;
+        let name = self.argument(node, "indexes[].name")?;
         let valid = name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
@@ -681,7 +946,7 @@ impl Checker {
             return Vec::new();
         };
         let mut packages: Vec<Package> = Vec::new();
-        let mut seen: Vec<(&Key, PackageName)> = Vec::new();
+        let mut seen: HashMap<PackageName, &Key> = HashMap::new();
         for (key, value) in entries {
             let name = match PackageName::from_str(&key.text) {
                 Ok(name) => name,
@@ -693,7 +958,7 @@ impl Checker {
                     continue;
                 }
             };
-            if let Some((first, _)) = seen.iter().find(|(_, seen_name)| *seen_name == name) {
+            if let Some(first) = seen.get(&name) {
                 // An identical key was already reported by the parser as a duplicate.
                 if first.text != key.text {
                     let first = first.span;
@@ -701,7 +966,7 @@ impl Checker {
                 }
                 continue;
             }
-            seen.push((key, name.clone()));
+            seen.insert(name.clone(), key);
             if let Some(package) = self.package(name, key, value) {
                 packages.push(package);
             }
@@ -737,7 +1002,7 @@ impl Checker {
         let mut fields = self.fields(value, &what, KEYS)?;
         let version = fields.take("version");
         let index = fields.take("index").and_then(|n| {
-            self.non_empty_string(n, &format!("{what}.index"))
+            self.line(n, &format!("{what}.index"))
                 .map(|text| (text, n.span))
         });
         let extras = fields
@@ -772,9 +1037,9 @@ impl Checker {
                 if let Some((_, index_span)) = &index {
                     self.error(*index_span, format!("`{what}` has both `git` and `index`: a git source does not come from an index"));
                 }
-                let url = self.url_or_scp(git, &format!("{what}.git"));
+                let url = self.git_url(git, &format!("{what}.git"));
                 let rev = match rev {
-                    Some(rev) => self.non_empty_string(rev, &format!("{what}.rev")),
+                    Some(rev) => self.git_rev(rev, &format!("{what}.rev")),
                     None => {
                         self.error_with_hint(span, format!("missing required key `rev` in `{what}`"), "pin a tag or a commit, e.g. `rev: v0.5.9`; a branch name is not reproducible");
                         None
@@ -827,24 +1092,67 @@ impl Checker {
         })
     }
 
-    fn url_or_scp(&mut self, node: &Node, what: &str) -> Option<String> {
-        let text = self.non_empty_string(node, what)?;
+    /// A git URL: `https`, `http`, `ssh`, `git` or `file`, or the scp-like
+    /// `user@host:path`. Never a transport helper such as `ext::` or `fd::`, which
+    /// run commands, and never an argument git could read as an option.
+    fn git_url(&mut self, node: &Node, what: &str) -> Option<String> {
+        let text = self.line(node, what)?;
+        if text.starts_with('-') || text.contains("::") {
+            self.error_with_hint(
+                node.span,
+                format!("invalid `{what}` `{}`: expected a git URL (`https`, `http`, `ssh`, `git` or `file`) or `user@host:path`", redact_url(&text)),
+                "git's `ext::` and `fd::` transports run commands and are refused",
+            );
+            return None;
+        }
         // `git@host:org/repo` is git's scp-like syntax and is not a URL.
-        if text.contains('@') && text.contains(':') && !text.contains("://") {
-            return Some(text);
-        }
-        match url::Url::parse(&text) {
-            Ok(_) => Some(text),
-            Err(_) if Path::new(&text).is_absolute() => Some(text),
-            Err(error) => {
-                self.error(node.span, format!("invalid `{what}` `{text}`: {error}"));
-                None
+        if !text.contains("://") {
+            if is_scp_like(&text) {
+                return Some(text);
             }
+            self.error_with_hint(
+                node.span,
+                format!("invalid `{what}` `{text}`: expected a git URL (`https`, `http`, `ssh`, `git` or `file`) or `user@host:path`"),
+                "a repository on the node is `file:///path/to/repo`",
+            );
+            return None;
         }
+        let text = self.url(
+            node,
+            what,
+            &["https", "http", "ssh", "git", "file"],
+            Credentials::Allowed,
+        )?;
+        if url::Url::parse(&text).is_ok_and(|parsed| parsed.username().starts_with('-')) {
+            self.error(
+                node.span,
+                format!(
+                    "invalid `{what}` `{}`: a user name does not start with `-`",
+                    redact_url(&text)
+                ),
+            );
+            return None;
+        }
+        Some(text)
+    }
+
+    /// A tag or commit for `git checkout`: one word, not an option, no range or
+    /// reflog syntax.
+    fn git_rev(&mut self, node: &Node, what: &str) -> Option<String> {
+        let text = self.argument(node, what)?;
+        if text.contains("..") || text.contains("@{") || text.contains(':') {
+            self.error_with_hint(
+                node.span,
+                format!("invalid `{what}` `{text}`: expected a tag or a commit"),
+                "e.g. `v0.5.9` or a 40-digit commit",
+            );
+            return None;
+        }
+        Some(text)
     }
 
     fn relative_path(&mut self, node: &Node, what: &str) -> Option<String> {
-        let text = self.non_empty_string(node, what)?;
+        let text = self.line(node, what)?;
         let path = Path::new(&text);
         if path.is_absolute()
             || path
@@ -865,6 +1173,14 @@ impl Checker {
                 self.error(span, format!("invalid `{what}` entry `{text}`: expected a path relative to the manifest's directory"));
                 continue;
             }
+            if path.components().any(|c| matches!(c, Component::ParentDir)) {
+                self.error_with_hint(
+                    span,
+                    format!("invalid `{what}` entry `{text}`: `..` is not allowed: a patch lives in the manifest's directory or below"),
+                    "patches are uploaded to the node; keep them beside the manifest",
+                );
+                continue;
+            }
             if let Some(base) = &self.base_dir {
                 let full = base.join(&path);
                 if !full.is_file() {
@@ -874,6 +1190,18 @@ impl Checker {
                             "patch file `{text}` does not exist (looked for `{}`)",
                             full.display()
                         ),
+                    );
+                    continue;
+                }
+                // A symbolic link may still point out of the manifest's directory.
+                let inside = match (base.canonicalize(), full.canonicalize()) {
+                    (Ok(base), Ok(full)) => full.starts_with(base),
+                    _ => false,
+                };
+                if !inside {
+                    self.error(
+                        span,
+                        format!("invalid `{what}` entry `{text}`: it resolves outside the manifest's directory (through a symbolic link)"),
                     );
                     continue;
                 }
@@ -996,13 +1324,7 @@ impl Checker {
                 self.strings(n, "ldconfig.paths")
                     .into_iter()
                     .filter_map(|(text, span)| {
-                        let path = PathBuf::from(&text);
-                        if path.is_absolute() {
-                            Some(path)
-                        } else {
-                            self.error(span, format!("expected `ldconfig.paths` entries to be absolute paths, found `{text}`"));
-                            None
-                        }
+                        self.absolute_path_text(span, "ldconfig.paths[]", &text)
                     })
                     .collect()
             })
@@ -1025,7 +1347,20 @@ impl Checker {
             .unwrap_or_default();
         self.finish(fields);
         let file = file?;
-        if !file.starts_with("/etc/ld.so.conf.d")
+        // Directly in the directory (no `..`, no subdirectory), a plain name.
+        let plain_name = file
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| {
+                name.len() > ".conf".len()
+                    && !name.starts_with('.')
+                    && !name.starts_with('-')
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+            });
+        if file.parent() != Some(Path::new("/etc/ld.so.conf.d"))
+            || !plain_name
             || file.extension().is_none_or(|ext| ext != "conf")
         {
             self.error_with_hint(
@@ -1056,32 +1391,35 @@ impl Checker {
         let mut vars = Vec::new();
         for (key, value) in entries {
             let name = key.text.clone();
-            let valid = name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
+            if !is_variable_name(&name) {
                 self.error(key.span, format!("invalid environment variable name `{name}`: expected letters, digits and `_`, not starting with a digit"));
                 continue;
             }
             let what = format!("env.{name}");
             let var = match &value.kind {
-                NodeKind::Scalar(scalar) if !value.is_null() => Some(EnvVar {
-                    name: name.clone(),
-                    value: EnvValue::Literal(scalar.text.clone()),
-                    secret: false,
-                }),
+                NodeKind::Scalar(_) if !value.is_null() => {
+                    self.string(value, &what).map(|text| EnvVar {
+                        name: name.clone(),
+                        value: EnvValue::Literal(text),
+                        secret: false,
+                    })
+                }
                 NodeKind::Mapping(_) => {
                     let Some(mut fields) = self.fields(value, &what, KEYS) else {
                         continue;
                     };
-                    let literal = fields
-                        .take("value")
-                        .and_then(|n| self.string(n, &format!("{what}.value")));
-                    let from_env = fields
-                        .take("from_env")
-                        .and_then(|n| self.non_empty_string(n, &format!("{what}.from_env")));
+                    let literal_node = fields.take("value");
+                    let literal =
+                        literal_node.and_then(|n| self.string(n, &format!("{what}.value")));
+                    let from_env_node = fields.take("from_env");
+                    let from_env = from_env_node.and_then(|n| {
+                        let from = self.line(n, &format!("{what}.from_env"))?;
+                        if !is_variable_name(&from) {
+                            self.error(n.span, format!("invalid `{what}.from_env` `{from}`: expected a variable name (letters, digits and `_`, not starting with a digit)"));
+                            return None;
+                        }
+                        Some(from)
+                    });
                     let secret = fields
                         .take("secret")
                         .and_then(|n| self.boolean(n, &format!("{what}.secret")));
@@ -1106,6 +1444,8 @@ impl Checker {
                             );
                             None
                         }
+                        // A value that was given but is invalid has been reported.
+                        (None, None) if literal_node.is_some() || from_env_node.is_some() => None,
                         (None, None) => {
                             self.error(span, format!("missing `value` or `from_env` in `{what}`"));
                             None
@@ -1135,52 +1475,61 @@ impl Checker {
             "keep_running",
         ];
         let mut fields = self.fields(node, "verify", KEYS)?;
-        let launch = self
-            .require(&mut fields, "launch")
-            .and_then(|n| match &n.kind {
-                NodeKind::Sequence(_) => {
-                    let words: Vec<String> = self
-                        .strings(n, "verify.launch")
-                        .into_iter()
-                        .map(|(word, _)| word)
-                        .collect();
-                    if words.is_empty() {
+        let launch_node = self.require(&mut fields, "launch");
+        let launch = launch_node.and_then(|n| match &n.kind {
+            NodeKind::Sequence(_) => {
+                let words: Vec<String> = self
+                    .strings(n, "verify.launch")
+                    .into_iter()
+                    .map(|(word, _)| word)
+                    .collect();
+                if words.is_empty() {
+                    self.error(n.span, "expected `verify.launch` to name a program");
+                    return None;
+                }
+                Some(words)
+            }
+            _ => {
+                let text = self.line(n, "verify.launch")?;
+                match shell::split(&text) {
+                    Ok(words) if !words.is_empty() => Some(words),
+                    Ok(_) => {
                         self.error(n.span, "expected `verify.launch` to name a program");
-                        return None;
+                        None
                     }
-                    Some(words)
-                }
-                _ => {
-                    let text = self.non_empty_string(n, "verify.launch")?;
-                    match shell::split(&text) {
-                        Ok(words) if !words.is_empty() => Some(words),
-                        Ok(_) => {
-                            self.error(n.span, "expected `verify.launch` to name a program");
-                            None
-                        }
-                        Err(error) => {
-                            self.error(n.span, format!("invalid `verify.launch`: {error}"));
-                            None
-                        }
+                    Err(error) => {
+                        self.error(n.span, format!("invalid `verify.launch`: {error}"));
+                        None
                     }
                 }
-            });
+            }
+        });
+        let launch = launch.and_then(|words| {
+            let program = words.first().map(String::as_str).unwrap_or_default();
+            if program.starts_with('-') {
+                if let Some(n) = launch_node {
+                    self.error(
+                        n.span,
+                        format!("invalid `verify.launch`: the program `{program}` starts with `-`, which would be read as an option"),
+                    );
+                }
+                return None;
+            }
+            Some(words)
+        });
         let workdir = fields
             .take("workdir")
             .and_then(|n| self.absolute_path(n, "verify.workdir"));
         let log = self
             .require(&mut fields, "log")
-            .and_then(|n| self.absolute_path(n, "verify.log"));
+            .and_then(|n| self.log_path(n));
         let ready = self
             .require(&mut fields, "ready")
-            .and_then(|n| self.non_empty_string(n, "verify.ready"));
+            .and_then(|n| self.line(n, "verify.ready"));
         let fail = fields
             .take("fail")
             .map(|n| match &n.kind {
-                NodeKind::Scalar(_) => self
-                    .non_empty_string(n, "verify.fail")
-                    .into_iter()
-                    .collect(),
+                NodeKind::Scalar(_) => self.line(n, "verify.fail").into_iter().collect(),
                 _ => self
                     .strings(n, "verify.fail")
                     .into_iter()
@@ -1202,17 +1551,9 @@ impl Checker {
             .take("require_idle_gpus")
             .and_then(|n| self.boolean(n, "verify.require_idle_gpus"))
             .unwrap_or(true);
-        let health = fields.take("health").and_then(|n| {
-            let text = self.url(n, "verify.health")?;
-            if text.starts_with("file:") {
-                self.error(
-                    n.span,
-                    format!("expected `verify.health` to be an `http` URL, found `{text}`"),
-                );
-                return None;
-            }
-            Some(text)
-        });
+        let health = fields
+            .take("health")
+            .and_then(|n| self.url(n, "verify.health", &["http", "https"], Credentials::Refused));
         let keep_running = fields
             .take("keep_running")
             .and_then(|n| self.boolean(n, "verify.keep_running"))
@@ -1231,14 +1572,54 @@ impl Checker {
         })
     }
 
+    /// The verification log: an absolute file path outside the system's directories,
+    /// since the launch replaces the file.
+    fn log_path(&mut self, node: &Node) -> Option<PathBuf> {
+        let path = self.file_path(node, "verify.log")?;
+        let normalized: PathBuf = path.components().collect();
+        let system = SYSTEM_TREES
+            .iter()
+            .find(|tree| normalized.starts_with(tree) || is_lib_tree(&normalized));
+        if let Some(tree) = system {
+            let tree = if is_lib_tree(&normalized) {
+                "/lib*"
+            } else {
+                tree
+            };
+            self.error_with_hint(
+                node.span,
+                format!("invalid `verify.log` `{}`: the launch writes the log, and `{tree}` belongs to the system", path.display()),
+                "write it under `/var/log`, `/var/tmp` or the workdir, e.g. `/var/log/sglang-verify.log`",
+            );
+            return None;
+        }
+        Some(path)
+    }
+
+    /// Each reference is looked up in a set: linear in the number of packages.
     fn check_references(&mut self, indexes: &[Index], packages: &[Package]) {
+        let defined_names: HashSet<&str> =
+            indexes.iter().map(|index| index.name.as_str()).collect();
+        let named: HashSet<&str> = packages
+            .iter()
+            .filter_map(|package| match &package.origin {
+                PackageOrigin::Index {
+                    index: Some(name), ..
+                } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
         for package in packages {
             if let PackageOrigin::Index {
                 index: Some(name), ..
             } = &package.origin
-                && !indexes.iter().any(|index| &index.name == name)
+                && !defined_names.contains(name.as_str())
             {
-                let defined: Vec<&str> = indexes.iter().map(|index| index.name.as_str()).collect();
+                let defined: Vec<&str> = indexes
+                    .iter()
+                    .take(20)
+                    .map(|index| index.name.as_str())
+                    .collect();
                 let message = format!(
                     "package `{}` names index `{name}`, which `indexes` does not define",
                     package.name
@@ -1255,8 +1636,7 @@ impl Checker {
             }
         }
         for index in indexes.iter().filter(|index| index.explicit) {
-            let used = packages.iter().any(|package| matches!(&package.origin, PackageOrigin::Index { index: Some(name), .. } if name == &index.name));
-            if !used {
+            if !named.contains(index.name.as_str()) {
                 self.error_with_hint(
                     index.span,
                     format!(
@@ -1270,12 +1650,104 @@ impl Checker {
     }
 }
 
-fn first_name(indexes: &[Index]) -> String {
-    indexes
-        .iter()
-        .find(|index| index.url.is_none())
-        .map(|index| index.name.clone())
-        .unwrap_or_default()
+/// Whether a field may carry credentials in its URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Credentials {
+    /// The tool keeps them off command lines and masks them in output.
+    Allowed,
+    /// The URL would reach a node's command line.
+    Refused,
+}
+
+/// Directories a toolkit prefix may not be: it would own them.
+const SYSTEM_DIRECTORIES: &[&str] = &[
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/usr/bin",
+    "/usr/include",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/local/lib",
+    "/usr/sbin",
+    "/usr/share",
+    "/var",
+    "/var/lib",
+    "/var/log",
+    "/var/tmp",
+];
+
+/// Trees the verification log may not be written into (and `/lib*`, see [`is_lib_tree`]).
+const SYSTEM_TREES: &[&str] = &[
+    "/etc", "/usr", "/bin", "/sbin", "/boot", "/proc", "/sys", "/dev", "/lib", "/run",
+];
+
+/// `/lib`, `/lib64`, `/libx32`… and anything below them.
+fn is_lib_tree(path: &Path) -> bool {
+    path.components()
+        .nth(1)
+        .and_then(|c| c.as_os_str().to_str())
+        .is_some_and(|first| first.starts_with("lib"))
+}
+
+/// The path part of a URL as written, e.g. `/a/b.run` for `https://h/a/b.run?x#y`.
+fn url_path(text: &str) -> &str {
+    let after_scheme = text.find("://").map_or(text, |at| &text[at + 3..]);
+    let path_start = after_scheme.find('/').unwrap_or(after_scheme.len());
+    let path = &after_scheme[path_start..];
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    &path[..end]
+}
+
+/// git's scp-like syntax, `user@host:path`: a user and a host of letters, digits,
+/// `.`, `_`, `-` (not starting with `-`), and a path that does not start with `-`.
+fn is_scp_like(text: &str) -> bool {
+    let Some((user, rest)) = text.split_once('@') else {
+        return false;
+    };
+    let Some((host, path)) = rest.split_once(':') else {
+        return false;
+    };
+    let word = |part: &str| {
+        !part.is_empty()
+            && !part.starts_with('-')
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    word(user) && word(host) && !path.is_empty() && !path.starts_with('-')
+}
+
+/// Letters, digits and `_`, not starting with a digit, e.g. `HF_TOKEN`.
+fn is_variable_name(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The Unicode bidirectional controls (embeddings, overrides, isolates and marks),
+/// which reorder how text is shown, e.g. U+202E RIGHT-TO-LEFT OVERRIDE.
+pub(crate) fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The first line of a parser's multi-line message, without its trailing colon.
@@ -1287,8 +1759,22 @@ fn first_line(text: &str) -> &str {
         .trim_end_matches(':')
 }
 
-/// Parse `90s`, `10m`, `1h30m`, `500ms`. On failure, returns a hint.
+/// The longest duration a manifest may say: 7 days. A verification that waits longer
+/// is a mistake, and the bound keeps every deadline computed from it representable.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Parse `90s`, `10m`, `1h30m`, `500ms`, at most [`MAX_DURATION`]. On failure,
+/// returns a hint.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration_unbounded(text)?;
+    if duration > MAX_DURATION {
+        return Err("a duration is at most 7 days (`168h`)".to_string());
+    }
+    Ok(duration)
+}
+
+fn parse_duration_unbounded(text: &str) -> Result<Duration, String> {
+    let too_long = || "a duration is at most 7 days (`168h`)".to_string();
     let compact = text.trim();
     if compact.contains(' ') {
         return Err(format!(
@@ -1297,10 +1783,13 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         ));
     }
     if let Some(millis) = compact.strip_suffix("ms") {
+        if millis.is_empty() || !millis.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("e.g. `500ms`".to_string());
+        }
         return millis
             .parse::<u64>()
             .map(Duration::from_millis)
-            .map_err(|_| "e.g. `500ms`".to_string());
+            .map_err(|_| too_long());
     }
     let mut total = 0u64;
     let mut number = String::new();
@@ -1316,10 +1805,14 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
             's' => 1,
             _ => return Err("units are `h`, `m`, `s` and `ms`".to_string()),
         };
-        let value: u64 = number
-            .parse()
-            .map_err(|_| "a number comes before each unit".to_string())?;
-        total = total.saturating_add(value.saturating_mul(factor));
+        if number.is_empty() {
+            return Err("a number comes before each unit".to_string());
+        }
+        let value: u64 = number.parse().map_err(|_| too_long())?;
+        total = value
+            .checked_mul(factor)
+            .and_then(|seconds| total.checked_add(seconds))
+            .ok_or_else(too_long)?;
         number.clear();
         seen_unit = true;
     }
@@ -1347,6 +1840,11 @@ fn suggest_duration(text: &str) -> String {
 
 /// The allowed key nearest to `key` by edit distance, when close enough to be a typo.
 fn closest<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
+    // No key of the schema is longer than 20 characters: a longer one is no typo, and
+    // the distance would cost its length times each candidate's.
+    if key.chars().count() > 64 {
+        return None;
+    }
     allowed
         .iter()
         .map(|candidate| (edit_distance(key, candidate), *candidate))
@@ -1384,6 +1882,25 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert!(parse_duration("10 minutes").unwrap_err().contains("`10m`"));
         assert!(parse_duration("600").unwrap_err().contains("`600s`"));
+    }
+
+    /// See: issue 9 — durations are bounded, and overflow is an error, not a panic.
+    #[test]
+    fn durations_are_bounded() {
+        assert_eq!(parse_duration("168h").unwrap(), MAX_DURATION);
+        assert!(parse_duration("169h").unwrap_err().contains("7 days"));
+        assert!(parse_duration("99999999999999999999h").is_err());
+        assert!(parse_duration("18446744073709551615h").is_err());
+        assert!(parse_duration("99999999999999999999ms").is_err());
+        assert!(parse_duration("ms").is_err());
+    }
+
+    #[test]
+    fn scp_like_git_urls() {
+        assert!(is_scp_like("git@github.com:sgl-project/sglang"));
+        assert!(!is_scp_like("-oProxyCommand=x@host:repo"));
+        assert!(!is_scp_like("git@-host:repo"));
+        assert!(!is_scp_like("git@host:-repo"));
     }
 
     #[test]

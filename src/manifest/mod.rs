@@ -5,10 +5,15 @@ mod diff;
 mod error;
 mod load;
 mod model;
+mod redact;
 pub mod yaml;
 
 pub(crate) use diff::direction;
 pub use diff::{Change, DiffEntry, ManifestDiff, Section, VersionDirection, diff};
 pub use error::{Diagnostic, ManifestError};
-pub use load::{ManifestSource, load, load_file, load_str};
+pub(crate) use load::is_bidi_control;
+pub use load::{
+    MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, load, load_file, load_str, read_text,
+};
 pub use model::*;
+pub use redact::{MASK, has_credentials, redact_text, redact_url};

@@ -5,6 +5,7 @@
 //! reject duplicate keys (which YAML parsers silently resolve to the last one).
 //! This module owns syntax only; what the keys mean is `manifest::load`'s job.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
@@ -103,27 +104,49 @@ pub struct SyntaxProblem {
     pub message: String,
 }
 
+/// How deeply sequences and mappings may nest, e.g. `[[[…]]]`. Schema 1 needs four
+/// levels; the limit keeps a hostile file from costing stack or time.
+pub const MAX_DEPTH: usize = 64;
+
 /// Parse one YAML document. Returns the root (`None` for an empty document) and the
 /// problems found; a scanner error stops parsing, duplicate keys and aliases do not.
+/// A second document is a problem (it would otherwise be ignored), and so is nesting
+/// deeper than [`MAX_DEPTH`]. A leading UTF-8 byte order mark is skipped.
+///
+/// Cost: linear in the size of `source` (duplicate keys are found through a hash map).
 pub fn parse(source: &str) -> (Option<Node>, Vec<SyntaxProblem>) {
+    let source = source.strip_prefix('\u{feff}').unwrap_or(source);
     let mut builder = TreeBuilder {
         source: source.as_bytes(),
         ..TreeBuilder::default()
     };
     let mut parser = Parser::new_from_str(source);
-    if let Err(error) = parser.load(&mut builder, false) {
+    if let Err(error) = parser.load(&mut builder, true) {
         builder.problems.push(SyntaxProblem {
             span: Span::from(*error.marker()),
             message: format!("invalid YAML: {}", error.info()),
         });
         return (None, builder.problems);
     }
+    if builder.too_deep {
+        return (None, builder.problems);
+    }
     (builder.root, builder.problems)
+}
+
+/// A mapping being built: its span, its entries, the key waiting for its value, the
+/// keys seen so far (text → where first written) and whether it is a flow mapping.
+struct MappingFrame {
+    span: Span,
+    entries: Vec<(Key, Node)>,
+    pending: Option<Key>,
+    seen: HashMap<String, Span>,
+    flow: bool,
 }
 
 enum Frame {
     Sequence(Span, Vec<Node>),
-    Mapping(Span, Vec<(Key, Node)>, Option<Key>, bool),
+    Mapping(MappingFrame),
 }
 
 #[derive(Default)]
@@ -133,6 +156,12 @@ struct TreeBuilder<'a> {
     root: Option<Node>,
     problems: Vec<SyntaxProblem>,
     documents: usize,
+    /// Events past the end of the first document, or nested too deeply, are skipped.
+    skipping: bool,
+    /// Nesting went past [`MAX_DEPTH`]; the tree is dropped.
+    too_deep: bool,
+    /// Nesting depth beyond the stack while skipping a too-deep part.
+    skipped_depth: usize,
 }
 
 impl TreeBuilder<'_> {
@@ -144,7 +173,7 @@ impl TreeBuilder<'_> {
                 }
             }
             Some(Frame::Sequence(_, items)) => items.push(node),
-            Some(Frame::Mapping(_, entries, pending, _)) => match pending.take() {
+            Some(Frame::Mapping(frame)) => match frame.pending.take() {
                 None => {
                     let text = match &node.kind {
                         NodeKind::Scalar(scalar) => scalar.text.clone(),
@@ -156,21 +185,21 @@ impl TreeBuilder<'_> {
                             String::new()
                         }
                     };
-                    if let Some((first, _)) = entries.iter().find(|(key, _)| key.text == text) {
-                        self.problems.push(SyntaxProblem {
+                    match frame.seen.get(&text) {
+                        Some(first) => self.problems.push(SyntaxProblem {
                             span: node.span,
-                            message: format!(
-                                "duplicate key `{text}` (first defined at {})",
-                                first.span
-                            ),
-                        });
+                            message: format!("duplicate key `{text}` (first defined at {first})"),
+                        }),
+                        None => {
+                            frame.seen.insert(text.clone(), node.span);
+                        }
                     }
-                    *pending = Some(Key {
+                    frame.pending = Some(Key {
                         text,
                         span: node.span,
                     });
                 }
-                Some(key) => entries.push((key, node)),
+                Some(key) => frame.entries.push((key, node)),
             },
         }
     }
@@ -179,16 +208,44 @@ impl TreeBuilder<'_> {
 impl MarkedEventReceiver for TreeBuilder<'_> {
     fn on_event(&mut self, event: Event, marker: Marker) {
         let span = Span::from(marker);
-        match event {
-            Event::DocumentStart => {
-                self.documents += 1;
-                if self.documents == 2 {
-                    self.problems.push(SyntaxProblem {
-                        span,
-                        message: "expected one YAML document, found a second one".to_string(),
-                    });
-                }
+        if let Event::DocumentStart = event {
+            self.documents += 1;
+            if self.documents == 2 {
+                self.problems.push(SyntaxProblem {
+                    span,
+                    message: "expected one YAML document, found a second one (after `---`)"
+                        .to_string(),
+                });
+                self.skipping = true;
             }
+            return;
+        }
+        if self.skipping {
+            return;
+        }
+        if self.skipped_depth > 0 {
+            match event {
+                Event::SequenceStart(..) | Event::MappingStart(..) => self.skipped_depth += 1,
+                Event::SequenceEnd | Event::MappingEnd => self.skipped_depth -= 1,
+                _ => {}
+            }
+            return;
+        }
+        if matches!(event, Event::SequenceStart(..) | Event::MappingStart(..))
+            && self.stack.len() >= MAX_DEPTH
+        {
+            self.problems.push(SyntaxProblem {
+                span,
+                message: format!(
+                    "expected at most {MAX_DEPTH} levels of nested sequences and mappings"
+                ),
+            });
+            self.too_deep = true;
+            self.skipped_depth = 1;
+            return;
+        }
+        match event {
+            Event::DocumentStart => {}
             Event::Scalar(text, style, _, _) => self.push_node(Node {
                 kind: NodeKind::Scalar(Scalar {
                     text,
@@ -215,8 +272,13 @@ impl MarkedEventReceiver for TreeBuilder<'_> {
                 // A flow mapping is located at its `{`; a block mapping at its first key
                 // (the parser marks a block mapping at its first value indicator).
                 let flow = self.source.get(marker.index()) == Some(&b'{');
-                self.stack
-                    .push(Frame::Mapping(span, Vec::new(), None, flow));
+                self.stack.push(Frame::Mapping(MappingFrame {
+                    span,
+                    entries: Vec::new(),
+                    pending: None,
+                    seen: HashMap::new(),
+                    flow,
+                }));
             }
             Event::SequenceEnd | Event::MappingEnd => {
                 let node = match self.stack.pop() {
@@ -226,13 +288,16 @@ impl MarkedEventReceiver for TreeBuilder<'_> {
                     },
                     // A mapping is located at its first key: the parser's own mark for a
                     // block mapping is the first value indicator, which reads oddly in errors.
-                    Some(Frame::Mapping(span, entries, _, flow)) => Node {
-                        span: if flow {
-                            span
+                    Some(Frame::Mapping(frame)) => Node {
+                        span: if frame.flow {
+                            frame.span
                         } else {
-                            entries.first().map_or(span, |(key, _)| key.span)
+                            frame
+                                .entries
+                                .first()
+                                .map_or(frame.span, |(key, _)| key.span)
                         },
-                        kind: NodeKind::Mapping(entries),
+                        kind: NodeKind::Mapping(frame.entries),
                     },
                     None => return,
                 };
@@ -269,6 +334,34 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].span, Span { line: 3, column: 1 });
         assert!(problems[0].message.contains("first defined at 1:1"));
+    }
+
+    /// See: issue 9 — YAML edges.
+    #[test]
+    fn second_documents_are_refused_and_a_byte_order_mark_is_skipped() {
+        let (_, problems) = parse("a: 1\n---\nb: 2\n");
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].span, Span { line: 2, column: 1 });
+        let (root, problems) = parse("\u{feff}a: 1\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        let NodeKind::Mapping(entries) = root.unwrap().kind else {
+            panic!("not a mapping")
+        };
+        assert_eq!(entries[0].0.span, Span { line: 1, column: 1 });
+    }
+
+    /// See: issue 9 — nesting is bounded, and duplicate keys are found in linear time.
+    #[test]
+    fn nesting_is_bounded_and_many_keys_are_cheap() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let (root, problems) = parse(&deep);
+        assert!(root.is_none());
+        assert_eq!(problems.len(), 1);
+        let keys: String = (0..100_000).map(|i| format!("k{i}: 1\n")).collect();
+        let started = std::time::Instant::now();
+        let (_, problems) = parse(&keys);
+        assert!(problems.is_empty());
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
     }
 
     #[test]

@@ -1,7 +1,56 @@
 //! Output of `upgrade diff`: text for a terminal, markdown for a pull request, JSON.
+//!
+//! Every format starts from [`redacted`]: credentials in URLs (`user:token@`,
+//! `?token=`) are masked as `***` before anything is escaped or serialized.
 
 use super::{markdown_code, markdown_text, text_value};
-use crate::manifest::{Change, DiffEntry, ManifestDiff, Section};
+use crate::manifest::{Change, DiffEntry, ManifestDiff, Section, redact_text};
+
+/// The diff with every URL credential masked, e.g. `https://u:***@host/simple`. A change
+/// of credentials alone stays visible as a change, with a note saying so.
+pub fn redacted(diff: &ManifestDiff) -> ManifestDiff {
+    let entries = diff
+        .entries
+        .iter()
+        .map(|entry| {
+            let mut notes: Vec<String> = entry.notes.iter().map(|n| redact_text(n)).collect();
+            let change = match &entry.change {
+                Change::Added { new } => Change::Added {
+                    new: redact_text(new),
+                },
+                Change::Removed { old } => Change::Removed {
+                    old: redact_text(old),
+                },
+                Change::Changed {
+                    old,
+                    new,
+                    direction,
+                } => {
+                    let (shown_old, shown_new) = (redact_text(old), redact_text(new));
+                    if shown_old == shown_new {
+                        notes.push("only the credentials in the URL changed".to_string());
+                    }
+                    Change::Changed {
+                        old: shown_old,
+                        new: shown_new,
+                        direction: direction.clone(),
+                    }
+                }
+            };
+            DiffEntry {
+                section: entry.section,
+                subject: redact_text(&entry.subject),
+                change,
+                notes,
+            }
+        })
+        .collect();
+    ManifestDiff {
+        old: redact_text(&diff.old),
+        new: redact_text(&diff.new),
+        entries,
+    }
+}
 
 fn sections(diff: &ManifestDiff) -> Vec<(Section, Vec<&DiffEntry>)> {
     let mut grouped: Vec<(Section, Vec<&DiffEntry>)> = Vec::new();
@@ -24,6 +73,7 @@ fn glyph(change: &Change) -> char {
 
 /// Text for a terminal.
 pub fn text(diff: &ManifestDiff) -> String {
+    let diff = &redacted(diff);
     let mut out = format!(
         "diff {} → {}\n",
         text_value(&diff.old),
@@ -74,6 +124,7 @@ fn summary(diff: &ManifestDiff) -> String {
 
 /// Markdown for a pull-request comment; every value is a code span or escaped prose.
 pub fn markdown(diff: &ManifestDiff) -> String {
+    let diff = &redacted(diff);
     let mut out = format!(
         "### Stack diff: {} → {}\n\n",
         markdown_code(&diff.old),
@@ -119,6 +170,7 @@ pub fn markdown(diff: &ManifestDiff) -> String {
 
 /// JSON for machines.
 pub fn json(diff: &ManifestDiff) -> String {
+    let diff = &redacted(diff);
     let mut text = serde_json::to_string_pretty(diff)
         .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"));
     text.push('\n');

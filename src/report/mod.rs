@@ -10,6 +10,8 @@ pub mod validate;
 use std::error::Error;
 use std::fmt::Write;
 
+use crate::manifest::is_bidi_control;
+
 /// Render an error and its `#[source]` chain, one cause per line, e.g.
 /// `Failed to parse rule file ...\n  caused by: ...`.
 pub fn error_chain(error: &dyn Error) -> String {
@@ -22,7 +24,9 @@ pub fn error_chain(error: &dyn Error) -> String {
     text
 }
 
-/// Escape control characters so a value stays on its line, e.g. `a\nb` → `a\\nb`.
+/// Escape control characters so a value stays on its line, e.g. `a\nb` → `a\\nb`;
+/// bidirectional controls (e.g. U+202E, which shows `cod.exe` as `exe.doc`) and the
+/// Unicode line and paragraph separators are escaped the same way, e.g. `\u{202e}`.
 pub fn text_value(value: &str) -> String {
     let mut escaped = String::with_capacity(value.len());
     for ch in value.chars() {
@@ -30,7 +34,7 @@ pub fn text_value(value: &str) -> String {
             '\n' => escaped.push_str("\\n"),
             '\r' => escaped.push_str("\\r"),
             '\t' => escaped.push_str("\\t"),
-            c if c.is_control() => {
+            c if c.is_control() || is_bidi_control(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
                 let _ = write!(escaped, "\\u{{{:x}}}", u32::from(c));
             }
             c => escaped.push(c),
@@ -108,5 +112,14 @@ mod tests {
         assert_eq!(markdown_text("12. item"), "12\\. item");
         assert_eq!(markdown_text("a 1. b"), "a 1. b");
         assert_eq!(text_value("a\u{1b}[31mred"), "a\\u{1b}[31mred");
+    }
+
+    /// See: issue 9 — bidirectional overrides are escaped like control characters.
+    #[test]
+    fn bidi_controls_are_escaped() {
+        assert_eq!(text_value("abc\u{202e}fdp.exe"), "abc\\u{202e}fdp.exe");
+        assert_eq!(markdown_code("x\u{2066}y"), "`x\\u{2066}y`");
+        assert_eq!(markdown_text("a\u{200f}b"), "a\\\\u{200f}b");
+        assert_eq!(text_value("a\u{2028}b"), "a\\u{2028}b");
     }
 }

@@ -1,0 +1,175 @@
+//! Credentials in URLs, found and masked before a URL reaches any output.
+//!
+//! A manifest may carry an index or git URL with credentials, e.g.
+//! `https://user:token@host/simple` or `https://host/simple?token=abc`. Every place that
+//! shows such a URL (plans, saved plans, diffs, locks, error messages) shows
+//! [`redact_url`]'s form instead, e.g. `https://user:***@host/simple` and
+//! `https://host/simple?token=***`; the executor gets the real URL only through a
+//! root-only file on the node (see `steps::pip` and `steps::source`). This module does
+//! string surgery only, so a URL without credentials comes back byte for byte.
+
+/// What stands in for a credential.
+pub const MASK: &str = "***";
+
+/// The parts of a URL that can hold a credential.
+struct Parts<'a> {
+    /// e.g. `https://`.
+    scheme_end: usize,
+    /// The user information before the last `@` of the authority, e.g. `user:token`.
+    userinfo: Option<&'a str>,
+    /// The query after `?`, without the fragment, e.g. `token=abc&x=1`.
+    query: Option<(usize, &'a str)>,
+}
+
+fn parts(text: &str) -> Option<Parts<'_>> {
+    let scheme_end = text.find("://")? + 3;
+    let rest = &text[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let userinfo = authority.rfind('@').map(|at| &authority[..at]);
+    let query = text.find('?').and_then(|start| {
+        // A `?` inside the fragment starts no query.
+        let fragment = text.find('#').unwrap_or(text.len());
+        (start < fragment).then(|| (start + 1, &text[start + 1..fragment]))
+    });
+    Some(Parts {
+        scheme_end,
+        userinfo,
+        query,
+    })
+}
+
+/// `true` when the user information of the URL is a credential: a password, or a
+/// user name alone over http(s) (tokens are often sent as the user name). An ssh user
+/// such as `git` in `ssh://git@host/repo` is not one.
+fn userinfo_is_credential(scheme: &str, userinfo: &str) -> bool {
+    if userinfo.is_empty() {
+        return false;
+    }
+    userinfo.contains(':') || matches!(scheme, "http" | "https")
+}
+
+/// `true` when `text` carries a credential: a password or http(s) user name in its
+/// user information, or a query value (`?token=…`), e.g. for `https://u:t@host/x`.
+pub fn has_credentials(text: &str) -> bool {
+    let Some(parts) = parts(text) else {
+        return false;
+    };
+    let scheme = text[..parts.scheme_end - 3].to_ascii_lowercase();
+    parts
+        .userinfo
+        .is_some_and(|userinfo| userinfo_is_credential(&scheme, userinfo))
+        || parts
+            .query
+            .is_some_and(|(_, query)| query.split('&').any(|pair| pair.contains('=')))
+}
+
+/// The URL with its credentials masked, e.g. `https://user:token@host/simple?token=abc`
+/// → `https://user:***@host/simple?token=***`. Text that is not a URL, or a URL without
+/// credentials, comes back unchanged.
+pub fn redact_url(text: &str) -> String {
+    let Some(parts) = parts(text) else {
+        return text.to_string();
+    };
+    let scheme = text[..parts.scheme_end - 3].to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..parts.scheme_end]);
+    let mut position = parts.scheme_end;
+    if let Some(userinfo) = parts.userinfo
+        && userinfo_is_credential(&scheme, userinfo)
+    {
+        match userinfo.split_once(':') {
+            Some((user, _)) => {
+                out.push_str(user);
+                out.push(':');
+                out.push_str(MASK);
+            }
+            None => out.push_str(MASK),
+        }
+        position += userinfo.len();
+    }
+    match parts.query {
+        Some((start, query)) => {
+            out.push_str(&text[position..start]);
+            let masked: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((key, value)) if !value.is_empty() => format!("{key}={MASK}"),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            out.push_str(&masked.join("&"));
+            out.push_str(&text[start + query.len()..]);
+        }
+        None => out.push_str(&text[position..]),
+    }
+    out
+}
+
+/// Mask every URL with credentials inside free text, e.g. an error message that quotes
+/// one: each whitespace- or backtick-delimited word that is such a URL is redacted.
+pub fn redact_text(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut word_start = 0;
+    for (index, ch) in text.char_indices() {
+        if ch.is_whitespace() || ch == '`' {
+            out.push_str(&redact_url(&text[word_start..index]));
+            out.push(ch);
+            word_start = index + ch.len_utf8();
+        }
+    }
+    out.push_str(&redact_url(&text[word_start..]));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_information_is_masked() {
+        assert_eq!(
+            redact_url("https://user:tok3n@host.example/simple"),
+            "https://user:***@host.example/simple"
+        );
+        assert_eq!(
+            redact_url("https://ghp_abc@host.example/org/repo"),
+            "https://***@host.example/org/repo"
+        );
+        assert_eq!(
+            redact_url("ssh://git@host.example/org/repo"),
+            "ssh://git@host.example/org/repo"
+        );
+        assert!(has_credentials("https://user:tok3n@host.example/simple"));
+        assert!(!has_credentials("ssh://git@host.example/org/repo"));
+    }
+
+    #[test]
+    fn query_values_are_masked() {
+        assert_eq!(
+            redact_url("https://host.example/simple?token=abc&x=#frag?y=1"),
+            "https://host.example/simple?token=***&x=#frag?y=1"
+        );
+        assert!(has_credentials("https://host.example/simple?token=abc"));
+    }
+
+    #[test]
+    fn plain_urls_and_text_are_unchanged() {
+        for text in [
+            "https://download.pytorch.org/whl/cu130",
+            "git@github.com:org/repo",
+            "/srv/git/repo",
+            "not a url",
+        ] {
+            assert_eq!(redact_url(text), text);
+            assert!(!has_credentials(text));
+        }
+        assert_eq!(
+            redact_text("invalid `https://u:p@h/x` here"),
+            "invalid `https://u:***@h/x` here"
+        );
+    }
+}
