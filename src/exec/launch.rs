@@ -141,12 +141,27 @@ fn millis<S: serde::Serializer>(value: &Duration, serializer: S) -> Result<S::Ok
 
 /// Start the server detached, in its own session (so it can be stopped as a group),
 /// with stdout and stderr appended to a fresh log; print its pid.
+///
+/// The log is never truncated in place: a new file is renamed over it, and only when
+/// no file is there or the file is a log an earlier launch created (its path is
+/// recorded in `PID_FILE.log`). So a manifest's `verify.log` can never empty a file the
+/// tool did not write, and a symbolic link at that path is replaced, not followed.
 const START_SCRIPT: &str = r#"set -eu
 log=$1; pid_file=$2; workdir=$3; shift 3
 mkdir -p -- "$(dirname -- "$log")" "$(dirname -- "$pid_file")"
-: > "$log"
+owned="$pid_file.log"
+if [ -e "$log" ] || [ -L "$log" ]; then
+    if ! [ -f "$owned" ] || [ "$(cat -- "$owned")" != "$log" ]; then
+        echo "refusing to replace $log: it exists and no earlier verification launch created it; remove it or choose another verify.log" >&2
+        exit 3
+    fi
+fi
+fresh=$(mktemp -- "$log.XXXXXX")
+chmod 0644 -- "$fresh"
+mv -fT -- "$fresh" "$log"
+printf '%s\n' "$log" > "$owned"
 if [ -n "$workdir" ]; then cd -- "$workdir"; fi
-setsid "$@" >> "$log" 2>&1 < /dev/null &
+setsid -- "$@" >> "$log" 2>&1 < /dev/null &
 echo "$!" > "$pid_file"
 echo "$!"
 "#;
@@ -286,8 +301,11 @@ async fn watch_log(
     started_at: Instant,
 ) -> Result<Watch, ExecError> {
     let verify = &spec.verify;
+    // Validation bounds a timeout to 7 days; the bound is applied again here so that
+    // no value can overflow the deadline below.
+    let timeout = verify.timeout.min(crate::manifest::MAX_DURATION);
     // `timeout` bounds the remote tail even if the controller goes away.
-    let limit = verify.timeout.as_secs() + 5;
+    let limit = timeout.as_secs().saturating_add(5);
     let command = NodeCommand::new("timeout")
         .arg(limit.to_string())
         .arg("tail")
@@ -301,7 +319,9 @@ async fn watch_log(
     let mut lines = BufReader::new(stream.stdout).lines();
     let mut last: std::collections::VecDeque<String> =
         std::collections::VecDeque::with_capacity(LAST_LINES);
-    let deadline = tokio::time::Instant::from_std(started_at) + verify.timeout;
+    let deadline = tokio::time::Instant::from_std(started_at)
+        .checked_add(timeout)
+        .unwrap_or_else(tokio::time::Instant::now);
     let result = loop {
         let line = match tokio::time::timeout_at(deadline, lines.next_line()).await {
             Err(_) => {

@@ -50,8 +50,9 @@ pub fn text(plan: &NodePlan) -> String {
     if let Some(verify) = &plan.verify {
         let _ = writeln!(
             out,
-            "  verify: {} ; ready on {:?}, fail on {:?}, within {}{}",
+            "  verify: {} ; log {}; ready on {:?}, fail on {:?}, within {}{}",
             text_value(&shell::join(&verify.launch)),
+            text_value(&verify.log.display().to_string()),
             text_value(&verify.ready),
             verify
                 .fail
@@ -86,6 +87,7 @@ pub fn json(plan: &NodePlan) -> serde_json::Value {
         })).collect::<Vec<_>>(),
         "verify": plan.verify.as_ref().map(|verify| value!({
             "launch": verify.launch,
+            "log": verify.log,
             "ready": verify.ready,
             "timeout": crate::manifest::format_duration(verify.timeout),
         })),
