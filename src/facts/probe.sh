@@ -162,9 +162,10 @@ toolkit_links() {
 }
 emit 64 toolkits "" -- toolkit_links
 # toolkit_packages PREFIX: the Debian packages that own PREFIX (`owner` lines) and every
-# package of its line, e.g. cuda-*-13-0 for /usr/local/cuda-13.0 (`package` lines: name,
-# version, status). NVIDIA's apt packages carry no version.json; their meta package's
-# version (cuda-toolkit-13-0 13.0.2-1) names the update.
+# installed package of its line, e.g. cuda-*-13-0 and lib*-13-0 for /usr/local/cuda-13.0
+# (`package` lines: name, version, status; dpkg's known-but-not-installed ones left out).
+# NVIDIA's apt packages carry no version.json; their meta packages' version
+# (cuda-toolkit-13-0 or cuda-compiler-13-0 13.0.2-1) names the update.
 toolkit_packages() {
     dpkg-query -S -- "$1" 2>/dev/null | sed -n '/^diversion/d; s/: .*$//p' | tr ',' '\n' |
         while IFS= read -r owner; do
@@ -174,7 +175,8 @@ toolkit_packages() {
     series=$(basename -- "$1" | sed -n 's/^cuda-\([0-9][0-9]*\)\.\([0-9][0-9]*\)$/\1-\2/p')
     if [ -n "$series" ]; then
         dpkg-query -W -f='package\t${Package}\t${Version}\t${db:Status-Abbrev}\n' \
-            -- "cuda-*-$series" "cuda-$series" 2>/dev/null
+            -- "cuda-*-$series" "cuda-$series" "cuda-*-$series-*" "lib*-$series" 2>/dev/null |
+            awk -F '\t' 'substr($4, 2, 1) != "n"'
     fi
     return 0
 }
@@ -197,7 +199,7 @@ while IFS= read -r prefix; do
         absent toolkit-nvcc "$prefix"
     fi
     if have dpkg-query; then
-        emit 200 toolkit-dpkg "$prefix" -- toolkit_packages "$prefix"
+        emit 400 toolkit-dpkg "$prefix" -- toolkit_packages "$prefix"
     else
         absent toolkit-dpkg "$prefix"
     fi

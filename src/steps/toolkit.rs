@@ -84,16 +84,44 @@ fn is_exactly(found: &InstalledToolkit, wanted: &CudaVersion) -> bool {
         && found.version.as_ref() == Some(wanted)
 }
 
-/// The installed packages of the toolkit's line, e.g. `cuda-toolkit-13-0 13.0.2-1,
-/// cuda-nvcc-13-0 13.0.88-1`.
-fn package_list(found: &InstalledToolkit) -> String {
-    let packages: Vec<String> = found
+/// The installed packages of the toolkit's line in short, e.g. `cuda-compiler-13-0
+/// 13.0.2-1 and 28 other packages of CUDA 13.0`: the meta package that names the update
+/// when there is one.
+fn package_list(found: &InstalledToolkit, apt: &AptNaming) -> String {
+    let installed: Vec<_> = found
         .packages
         .iter()
         .filter(|package| package.installed)
-        .map(|package| format!("{} {}", package.name, package.version))
         .collect();
-    packages.join(", ")
+    let line = found.version.as_ref().map_or_else(
+        || "its line".to_string(),
+        |v| format!("CUDA {}", v.release()),
+    );
+    match (
+        found
+            .meta_package(apt)
+            .or_else(|| installed.first().copied()),
+        installed.len(),
+    ) {
+        (None, _) => "no installed package".to_string(),
+        (Some(package), 1) => format!("{} {}", package.name, package.version),
+        (Some(package), count) => format!(
+            "{} {} and {} other packages of {line}",
+            package.name,
+            package.version,
+            count - 1
+        ),
+    }
+}
+
+/// The meta package to name in `toolkit.package` to adopt `found`: the installed one
+/// that identified it, else the line's first, e.g. `cuda-toolkit-13-0`.
+fn adopting_package(found: &InstalledToolkit, apt: &AptNaming, version: &CudaVersion) -> String {
+    found
+        .meta_package(apt)
+        .map(|package| package.name.clone())
+        .or_else(|| apt.meta_packages_for(version).into_iter().next())
+        .unwrap_or_default()
 }
 
 /// Why `toolkit` cannot be applied over what `found` is, in words that say what to do.
@@ -136,23 +164,17 @@ fn blocked_reason(
         InstallerKind::Runfile if found.package_managed() => {
             let adopt = match (&found.version, found.version_source) {
                 (Some(version), Some(source)) if source.is_exact() => format!(
-                    "to adopt it, set `toolkit.installer: apt`, `toolkit.package: {}` and `toolkit.version: \"{version}\"`",
-                    apt.meta_packages_for(version)
-                        .first()
-                        .cloned()
-                        .unwrap_or_default()
+                    "To adopt it, set `toolkit.installer: apt`, `toolkit.package: {}` and `toolkit.version: \"{version}\"`",
+                    adopting_package(found, apt, version)
                 ),
                 _ => format!(
-                    "to move it to {wanted} with apt, set `toolkit.installer: apt` and `toolkit.package: {}`",
-                    apt.meta_packages_for(wanted)
-                        .first()
-                        .cloned()
-                        .unwrap_or_default()
+                    "To move it to {wanted} with apt, set `toolkit.installer: apt` and `toolkit.package: {}`",
+                    adopting_package(found, apt, wanted)
                 ),
             };
             Some(format!(
                 "`{prefix}` holds {identity}, installed from NVIDIA's apt packages ({}); the runfile is not run over a package-managed toolkit (dpkg would no longer know its files). {adopt}; or install the runfile into another `toolkit.prefix`, e.g. `{prefix}.{}`; or remove the packages first",
-                package_list(found),
+                package_list(found, apt),
                 wanted.patch().unwrap_or_default(),
             ))
         }
@@ -288,8 +310,7 @@ pub fn removals(toolkit: &Toolkit, facts: &NodeFacts) -> Vec<Step> {
             // Removing files dpkg owns would leave its database lying.
             let blocked = found.package_managed().then(|| {
                 format!(
-                    "`{prefix}` is installed from apt packages ({}); remove them with apt (e.g. `apt-get remove --purge {}`), not by deleting the directory",
-                    package_list(found),
+                    "`{prefix}` is installed from apt packages; remove them with apt (`apt-get remove --purge {}`), not by deleting the directory",
                     found
                         .packages
                         .iter()
@@ -450,9 +471,39 @@ mod tests {
         assert_eq!(step.action, Action::Change);
         let blocked = step.blocked.unwrap();
         assert!(
-            blocked.starts_with("`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its apt meta package (dpkg): cuda-toolkit-13-0 13.0.2-1), installed from NVIDIA's apt packages (cuda-cudart-13-0 13.0.96-1, cuda-nvcc-13-0 13.0.88-1, cuda-toolkit-13-0 13.0.2-1)")
-                && blocked.contains("set `toolkit.installer: apt`, `toolkit.package: cuda-toolkit-13-0` and `toolkit.version: \"13.0.2\"`"),
+            blocked.starts_with("`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its apt meta package (dpkg): cuda-toolkit-13-0 13.0.2-1), installed from NVIDIA's apt packages (cuda-toolkit-13-0 13.0.2-1 and 2 other packages of CUDA 13.0); the runfile is not run over a package-managed toolkit")
+                && blocked.contains("To adopt it, set `toolkit.installer: apt`, `toolkit.package: cuda-toolkit-13-0` and `toolkit.version: \"13.0.2\"`"),
             "{blocked}"
+        );
+    }
+
+    /// The real H200 node's own probe output (`tests/fixtures/real-h200-device/`): NVIDIA's
+    /// packages without `cuda-toolkit-13-0`; `cuda-compiler-13-0` `13.0.2-1` names the update.
+    #[test]
+    fn the_real_h200_apt_toolkit_is_13_0_2_adopted_or_explained() {
+        let probe = fs_err::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/real-h200-device/h200-after.probe.txt"),
+        )
+        .unwrap();
+        let facts = NodeFacts::parse(&probe).unwrap();
+        let found = facts.toolkits.default_toolkit().unwrap();
+        assert!(found.package_managed());
+        assert_eq!(found.version_source, Some(ToolkitVersionSource::Dpkg));
+        assert_eq!(found.version.as_ref().unwrap().to_string(), "13.0.2");
+        let seed = plan(&runfile("13.0.1", "/usr/local/cuda-13.0", true), &facts);
+        let blocked = seed.blocked.unwrap();
+        assert!(
+            blocked.starts_with("`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its apt meta package (dpkg): cuda-compiler-13-0 13.0.2-1), installed from NVIDIA's apt packages (cuda-compiler-13-0 13.0.2-1 and ")
+                && blocked.contains("`toolkit.package: cuda-compiler-13-0` and `toolkit.version: \"13.0.2\"`"),
+            "{blocked}"
+        );
+        let mut adopt = apt("13.0.2");
+        adopt.package = Some("cuda-compiler-13-0".into());
+        assert_eq!(plan(&adopt, &facts).action, Action::NoOp);
+        assert_eq!(
+            plan(&runfile("13.0.2", "/usr/local/cuda-13.0", true), &facts).action,
+            Action::NoOp
         );
     }
 
