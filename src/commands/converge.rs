@@ -59,10 +59,7 @@ pub struct Prepared {
 
 /// Load a manifest and resolve its `from_env` values.
 pub fn prepare(path: &Path) -> Result<Prepared, CommandError> {
-    let text = fs_err::read_to_string(path).map_err(|source| manifest::ManifestError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = manifest::read_text(path)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let manifest = manifest::load_str(&text, &path.display().to_string(), Some(&base))?;
     let env = resolve(&manifest.env, env::var).map_err(CommandError::Env)?;

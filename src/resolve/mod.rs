@@ -75,8 +75,9 @@ pub fn resolve(
                 let mut package_extras = extras.remove(&key).unwrap_or_default();
                 package_extras.sort();
                 let source = match provider.git_source(&name) {
+                    // The lock is shown and saved: never the URL's credentials.
                     Some(git) => LockedSource::Git {
-                        url: git.url.clone(),
+                        url: crate::manifest::redact_url(&git.url),
                         rev: git.rev.clone(),
                         subdirectory: git.subdirectory.clone(),
                     },

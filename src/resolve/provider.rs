@@ -1024,7 +1024,7 @@ impl DependencyProvider for Provider<'_> {
                 };
                 if let PackageSource::Git(git, None) = &candidates.source {
                     return Ok(Dependencies::Unavailable(Unavailable::NoMetadata {
-                        url: git.url.clone(),
+                        url: crate::manifest::redact_url(&git.url),
                     }));
                 }
                 match self.release_edges(name, extra, candidate.release) {

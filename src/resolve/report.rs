@@ -185,7 +185,7 @@ impl Builder<'_, '_> {
                         Some(version) => {
                             self.fact(format!(
                                 "the manifest builds `{name}` from git `{}` at `{}`, and no open index records `{name} {version}`, whose requirements stand in for the checkout's",
-                                git.url, git.rev
+                                crate::manifest::redact_url(&git.url), git.rev
                             ));
                             self.hint(format!(
                                 "record `{name} {version}` in the snapshot (`--snapshot FILE`), or set `version:` to a release an index has"
@@ -194,7 +194,7 @@ impl Builder<'_, '_> {
                         None => {
                             self.fact(format!(
                                 "the manifest builds `{name}` from git `{}` at `{}` without `version:`, so its requirements are unknown",
-                                git.url, git.rev
+                                crate::manifest::redact_url(&git.url), git.rev
                             ));
                             self.hint(format!(
                                 "add `version:` (the version the checkout builds) to `{name}` under `packages:`"
@@ -320,7 +320,10 @@ impl Builder<'_, '_> {
                 match &requirement.git {
                     Some(git) => format!(
                         "the manifest builds `{}` from git `{}` at `{}` ({})",
-                        requirement.requirement, git.url, git.rev, requirement.origin
+                        requirement.requirement,
+                        crate::manifest::redact_url(&git.url),
+                        git.rev,
+                        requirement.origin
                     ),
                     None => format!(
                         "the manifest asks for `{}`{index} ({})",

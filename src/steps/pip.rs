@@ -9,10 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::facts::NodeFacts;
+use crate::manifest::has_credentials;
 use crate::resolve::{Lock, LockedSource};
 use crate::transport::NodeCommand;
 
-use super::{Action, Operation, STAGING_DIR, Step, StepKind, Verification};
+use super::{Action, Operation, Placement, SECRETS_DIR, STAGING_DIR, Step, StepKind, Verification};
 
 /// Packages that belong to the environment itself and are never removed.
 const TOOLING: &[&str] = &["pip", "setuptools", "wheel"];
@@ -116,25 +117,11 @@ pub fn plan(
     for (index, lines) in &by_index {
         let file = PathBuf::from(STAGING_DIR).join(format!("requirements-{index}.txt"));
         operations.push(Operation::staged(file.clone(), lines.concat().into_bytes()));
-        operations.push(Operation::Run(
-            NodeCommand::new(python_text.clone())
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--no-deps",
-                    "--require-hashes",
-                    "--no-input",
-                ])
-                .args([
-                    "--disable-pip-version-check",
-                    "--no-cache-dir",
-                    "--index-url",
-                ])
-                .arg_url(index_urls.get(*index).cloned().unwrap_or_default())
-                .arg("-r")
-                .arg(file.display().to_string()),
-        ));
+        let url = index_urls
+            .get(*index)
+            .map(String::as_str)
+            .unwrap_or_default();
+        operations.extend(install_from(&python_text, index, url, &file));
     }
     if !remove.is_empty() {
         operations.push(Operation::Run(
@@ -192,6 +179,63 @@ pub fn plan(
     })
 }
 
+/// Reads the index URL from the root-only file `$1`, removes the file, and runs the
+/// rest of its arguments with the URL in `PIP_INDEX_URL`: a URL with credentials never
+/// appears on a command line of the node (visible to every user in `ps`).
+const WITH_INDEX_SCRIPT: &str = r#"set -eu
+file=$1; shift
+PIP_INDEX_URL=$(cat -- "$file")
+rm -f -- "$file"
+export PIP_INDEX_URL
+exec "$@"
+"#;
+
+/// The operations that install the requirements file `requirements` from `url`, e.g.
+/// `python -m pip install --no-deps --require-hashes … --index-url URL -r FILE`. A URL
+/// with credentials (`https://user:token@…`, `?token=…`) is written to a root-only file
+/// under [`SECRETS_DIR`] and reaches pip through its environment instead.
+fn install_from(python: &str, index: &str, url: &str, requirements: &Path) -> Vec<Operation> {
+    let pip = |command: NodeCommand| {
+        command
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--no-deps",
+                "--require-hashes",
+                "--no-input",
+            ])
+            .args(["--disable-pip-version-check", "--no-cache-dir"])
+    };
+    if !has_credentials(url) {
+        return vec![Operation::Run(
+            pip(NodeCommand::new(python))
+                .arg("--index-url")
+                .arg(url.to_string())
+                .arg("-r")
+                .arg(requirements.display().to_string()),
+        )];
+    }
+    let secret = PathBuf::from(SECRETS_DIR).join(format!("pip-index-{index}.url"));
+    vec![
+        Operation::Upload {
+            path: secret.clone(),
+            placement: Placement::Secret,
+            content: url.as_bytes().to_vec(),
+        },
+        Operation::Run(
+            pip(NodeCommand::new("sh")
+                .arg("-c")
+                .script("pip-index-from-file", WITH_INDEX_SCRIPT)
+                .arg("pip-index")
+                .arg(secret.display().to_string())
+                .arg(python))
+            .arg("-r")
+            .arg(requirements.display().to_string()),
+        ),
+    ]
+}
+
 /// Why the step blocks on files without a sha256, ending in the one command that
 /// records them, e.g. ``…; record it with: upgrade index hash m.yaml --package torchaudio``.
 fn missing_hashes(unhashed: &[PipError], hash_command: &str) -> String {
@@ -222,5 +266,84 @@ fn summary(items: &[String]) -> String {
         0 => String::new(),
         1..=6 => format!(" ({})", items.join(", ")),
         n => format!(" ({}, and {} more)", items[..5].join(", "), n - 5),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::panic, reason = "a test fails loudly at the first surprise")]
+
+    use super::*;
+
+    const TOKEN: &str = "s3cr3t-t0ken";
+
+    /// See: issue 9 — an index URL with credentials never reaches a command line.
+    #[test]
+    fn index_credentials_stay_off_the_command_line() {
+        let requirements = Path::new("/var/tmp/cuda-upgrade/requirements-private.txt");
+        for url in [
+            format!("https://user:{TOKEN}@index.example.invalid/simple"),
+            format!("https://index.example.invalid/simple?token={TOKEN}"),
+        ] {
+            let operations = install_from("/opt/env/bin/python3", "private", &url, requirements);
+            let [
+                Operation::Upload {
+                    path,
+                    placement: Placement::Secret,
+                    content,
+                },
+                Operation::Run(command),
+            ] = operations.as_slice()
+            else {
+                panic!("unexpected operations: {operations:?}");
+            };
+            assert!(path.starts_with(SECRETS_DIR));
+            assert_eq!(content, url.as_bytes());
+            assert!(!command.render().contains(TOKEN), "{}", command.render());
+            assert!(!command.display().contains(TOKEN));
+            assert!(!command.render().contains("--index-url"));
+        }
+    }
+
+    #[test]
+    fn a_plain_index_url_is_an_argument() {
+        let url = "https://download.example.invalid/whl/cu130";
+        let operations = install_from(
+            "/opt/env/bin/python3",
+            "cu130",
+            url,
+            Path::new("/var/tmp/r.txt"),
+        );
+        let [Operation::Run(command)] = operations.as_slice() else {
+            panic!("unexpected operations: {operations:?}");
+        };
+        assert!(command.render().contains(&format!("--index-url {url}")));
+    }
+
+    /// The wrapper really hands the URL over through the environment: run it locally,
+    /// with a child that reports its own command line and `PIP_INDEX_URL`.
+    #[test]
+    fn the_wrapper_passes_the_url_through_the_environment() {
+        let dir = tempfile::tempdir().unwrap_or_else(|error| panic!("{error}"));
+        let file = dir.path().join("pip-index-x.url");
+        let url = format!("https://user:{TOKEN}@index.example.invalid/simple");
+        std::fs::write(&file, &url).unwrap_or_else(|error| panic!("{error}"));
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(WITH_INDEX_SCRIPT)
+            .arg("pip-index")
+            .arg(&file)
+            .args([
+                "sh",
+                "-c",
+                r#"tr '\0' ' ' < /proc/$$/cmdline; echo; printf '%s' "$PIP_INDEX_URL""#,
+            ])
+            .output()
+            .unwrap_or_else(|error| panic!("{error}"));
+        let text = String::from_utf8_lossy(&output.stdout);
+        let (cmdline, environment) = text.split_once('\n').unwrap_or_default();
+        assert!(!cmdline.contains(TOKEN), "{cmdline}");
+        assert_eq!(environment, url);
+        assert!(!file.exists(), "the secret file is removed before pip runs");
     }
 }

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::facts::NodeFacts;
-use crate::manifest::GitSource;
+use crate::manifest::{GitSource, has_credentials, redact_url};
 use crate::transport::NodeCommand;
 
-use super::{Action, Operation, Step, StepKind, Verification};
+use super::{Action, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
 
 /// Where checkouts live on the node.
 pub const CHECKOUT_DIR: &str = "/var/lib/cuda-upgrade/src";
@@ -33,18 +33,35 @@ pub enum SourceError {
 }
 
 /// Fetch, check out, patch, install, record. Arguments: url rev checkout python
-/// subdirectory record package index-url patch... The build runs isolated, its build
-/// requirements from the index (empty: pip's own configuration on the node).
+/// subdirectory record package index-url git-url-file index-url-file patch... The build
+/// runs isolated, its build requirements from the index (empty: pip's own configuration
+/// on the node).
+///
+/// A URL with credentials never appears on a command line: `url` and `index-url` are
+/// then the masked forms, and the real ones are read from root-only files (removed at
+/// once) into the environment — git rewrites the masked URL into the real one through
+/// `url.<real>.insteadOf` given as `GIT_CONFIG_*` variables, and pip reads
+/// `PIP_INDEX_URL`. Every value git reads as an argument comes after `--` or
+/// `--end-of-options`.
 const INSTALL_SCRIPT: &str = r#"set -eu
-url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; index_url=$8; shift 8
+url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; index_url=$8; git_url_file=$9; index_url_file=${10}; shift 10
+if [ -n "$git_url_file" ]; then
+    real_url=$(cat -- "$git_url_file"); rm -f -- "$git_url_file"
+    GIT_CONFIG_COUNT=1; GIT_CONFIG_KEY_0="url.$real_url.insteadOf"; GIT_CONFIG_VALUE_0=$url
+    export GIT_CONFIG_COUNT GIT_CONFIG_KEY_0 GIT_CONFIG_VALUE_0
+fi
+if [ -n "$index_url_file" ]; then
+    PIP_INDEX_URL=$(cat -- "$index_url_file"); rm -f -- "$index_url_file"
+    export PIP_INDEX_URL
+fi
 if [ -d "$checkout/.git" ]; then
-    git -C "$checkout" remote set-url origin "$url"
+    git -C "$checkout" remote set-url -- origin "$url"
     git -C "$checkout" fetch --quiet --tags --force origin
 else
     mkdir -p -- "$(dirname -- "$checkout")"
     git clone --quiet -- "$url" "$checkout"
 fi
-git -C "$checkout" -c advice.detachedHead=false checkout --quiet --force "$rev"
+git -C "$checkout" -c advice.detachedHead=false checkout --quiet --force --end-of-options "$rev" --
 git -C "$checkout" clean --quiet -fdx
 for patch in "$@"; do
     if git -C "$checkout" apply --check -- "$patch" 2>/dev/null; then
@@ -96,6 +113,8 @@ pub fn plan(
         .map(|(_, content)| hex::encode(Sha256::digest(content)))
         .collect();
     let python_text = python.display().to_string();
+    // What is shown, recorded on the node and compared: the URL without credentials.
+    let shown_url = redact_url(&git.url);
     let installed = facts.packages.iter().any(|p| p.name.to_string() == package);
     let record = facts
         .install_records
@@ -104,7 +123,7 @@ pub fn plan(
     let (action, reason) = match record {
         Some(record)
             if installed
-                && record.url == git.url
+                && record.url == shown_url
                 && record.rev == git.rev
                 && record.subdirectory == git.subdirectory
                 && record.patches == digests
@@ -114,7 +133,7 @@ pub fn plan(
                 Action::NoOp,
                 format!(
                     "`{package}` is installed from {}@{} ({}) with its patches",
-                    git.url,
+                    shown_url,
                     git.rev,
                     short(&record.commit)
                 ),
@@ -124,9 +143,9 @@ pub fn plan(
             Action::Change,
             format!(
                 "`{package}` was installed from {}@{}; the manifest wants {}@{} with {} patch(es)",
-                record.url,
+                redact_url(&record.url),
                 record.rev,
-                git.url,
+                shown_url,
                 git.rev,
                 digests.len()
             ),
@@ -151,19 +170,36 @@ pub fn plan(
             staged.push(remote.display().to_string());
             operations.push(Operation::staged(remote, content));
         }
+        let build_index = build_index.unwrap_or_default();
+        let git_url_file = secret_file(
+            &mut operations,
+            &git.url,
+            format!("source-{package}.git-url"),
+        );
+        let index_url_file = secret_file(
+            &mut operations,
+            build_index,
+            format!("source-{package}.index-url"),
+        );
         operations.push(Operation::Run(
             NodeCommand::new("sh")
                 .arg("-c")
                 .script("source-install", INSTALL_SCRIPT)
                 .arg("source-install")
-                .arg(git.url.clone())
+                .arg(shown_url)
                 .arg(git.rev.clone())
                 .arg(format!("{CHECKOUT_DIR}/{package}"))
                 .arg(python_text)
                 .arg(git.subdirectory.clone().unwrap_or_default())
                 .arg(format!("{RECORD_DIR}/{package}.json"))
                 .arg(package.to_string())
-                .arg_url(build_index.unwrap_or_default())
+                .arg(if index_url_file.is_empty() {
+                    build_index.to_string()
+                } else {
+                    String::new()
+                })
+                .arg(git_url_file)
+                .arg(index_url_file)
                 .args(staged),
         ));
     }
@@ -182,6 +218,138 @@ pub fn plan(
     })
 }
 
+/// When `url` has credentials, add the upload of a root-only file holding it (under
+/// [`SECRETS_DIR`], named `name`) and return the file's path; else return `""`.
+fn secret_file(operations: &mut Vec<Operation>, url: &str, name: String) -> String {
+    if !has_credentials(url) {
+        return String::new();
+    }
+    let path = PathBuf::from(SECRETS_DIR).join(name);
+    operations.push(Operation::Upload {
+        path: path.clone(),
+        placement: Placement::Secret,
+        content: url.as_bytes().to_vec(),
+    });
+    path.display().to_string()
+}
+
 fn short(commit: &str) -> &str {
     commit.get(..12).unwrap_or(commit)
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(
+        clippy::unwrap_used,
+        clippy::panic,
+        reason = "a test fails loudly at the first surprise"
+    )]
+
+    use super::*;
+
+    const TOKEN: &str = "s3cr3t-t0ken";
+
+    fn facts() -> NodeFacts {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/facts/h200.facts.json");
+        NodeFacts::read(&path).unwrap()
+    }
+
+    /// See: issue 9 — git and index URLs with credentials never reach a command line,
+    /// a plan or the install record; they go to root-only files.
+    #[test]
+    fn credentials_stay_off_the_command_line() {
+        let git = GitSource {
+            url: format!("https://{TOKEN}@git.example.invalid/org/sglang"),
+            rev: "v0.5.9".to_string(),
+            subdirectory: Some("python".to_string()),
+            patches: Vec::new(),
+            version: None,
+        };
+        let index = format!("https://user:{TOKEN}@index.example.invalid/simple");
+        let step = plan(
+            "sglang",
+            &git,
+            Path::new("/opt/env/bin/python3"),
+            Path::new("."),
+            Some(&index),
+            &facts(),
+        )
+        .unwrap();
+        assert!(!step.reason.contains(TOKEN), "{}", step.reason);
+        let mut secrets = Vec::new();
+        for operation in &step.operations {
+            match operation {
+                Operation::Run(command) => {
+                    assert!(!command.render().contains(TOKEN), "{}", command.render());
+                    assert!(
+                        command
+                            .render()
+                            .contains("https://***@git.example.invalid/org/sglang")
+                    );
+                }
+                Operation::Upload {
+                    path,
+                    placement: Placement::Secret,
+                    content,
+                } => {
+                    assert!(path.starts_with(SECRETS_DIR));
+                    secrets.push(String::from_utf8(content.clone()).unwrap());
+                }
+                other => panic!("unexpected operation: {other:?}"),
+            }
+            assert!(!operation.describe().contains(TOKEN));
+        }
+        assert_eq!(secrets, [git.url.clone(), index]);
+    }
+
+    /// The script hands the real URL to git through its environment: a local clone
+    /// through a masked URL that only the rewrite makes reachable.
+    #[test]
+    fn git_reads_the_real_url_from_its_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = dir.path().join("origin");
+        let run = |args: &[&str], cwd: &Path| {
+            let status = std::process::Command::new("git")
+                .args(args)
+                .current_dir(cwd)
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        std::fs::create_dir(&origin).unwrap();
+        run(&["init", "-q"], &origin);
+        run(&["commit", "-q", "--allow-empty", "-m", "x"], &origin);
+        run(&["tag", "v1"], &origin);
+        let real = format!("file://{}", origin.display());
+        let secret = dir.path().join("git-url");
+        std::fs::write(&secret, &real).unwrap();
+        // A script that stops after the checkout: the same header and git lines.
+        let header_end = INSTALL_SCRIPT.find("git -C \"$checkout\" clean").unwrap();
+        let script = &INSTALL_SCRIPT[..header_end];
+        let checkout = dir.path().join("checkout");
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg("source-install")
+            .arg("https://***@git.example.invalid/org/repo")
+            .arg("v1")
+            .arg(&checkout)
+            .args(["python3", "", "/nonexistent", "pkg", ""])
+            .arg(&secret)
+            .arg("")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(checkout.join(".git").is_dir());
+        assert!(!secret.exists(), "the secret file is removed once read");
+    }
 }
