@@ -4,11 +4,6 @@
 //!
 //! See: issue 9 — `verify.log` could point at any file, which the launch truncated; a
 //! timeout of billions of hours panicked the launch.
-#![expect(
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "a test fails loudly at the first surprise"
-)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

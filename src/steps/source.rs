@@ -239,12 +239,6 @@ fn short(commit: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        clippy::panic,
-        reason = "a test fails loudly at the first surprise"
-    )]
-
     use super::*;
 
     const TOKEN: &str = "s3cr3t-t0ken";
