@@ -691,7 +691,9 @@ fn real_h200_probe_identifies_the_apt_toolkit_the_symlink_and_the_library() {
             .ldconfig
             .unresolved(
                 &expected,
-                &[PathBuf::from("/usr/local/cuda-13.0/targets/x86_64-linux/lib")]
+                &[PathBuf::from(
+                    "/usr/local/cuda-13.0/targets/x86_64-linux/lib"
+                )]
             )
             .is_empty()
     );
