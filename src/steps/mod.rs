@@ -256,7 +256,8 @@ pub enum Verification {
         /// Also run `pip check` (on the last source install).
         pip_check: bool,
     },
-    /// The toolkit's `version.json` names this version.
+    /// The toolkit at the prefix is identified, as the plan identifies it (`version.json`,
+    /// its apt meta package, or its nvcc build), as this update.
     ToolkitVersion {
         /// e.g. `/usr/local/cuda-13.0`.
         prefix: PathBuf,
