@@ -710,10 +710,10 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
     let kept = testbed
         .ssh_ok(
             "node0",
-            "stat -c '%a %U:%G' /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf; stat -c '%F' /root/.pyenv/versions/3.11.7/lib/python3.11/sitecustomize.py; stat -c '%a %U:%G' /etc/python3.11/sitecustomize.py",
+            "stat -c '%a %U:%G' /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf; stat -c '%F' /root/.pyenv/versions/3.11.7/lib/python3.11/sitecustomize.py; stat -c '%a %U:%G' /etc/python3.11/sitecustomize.py; grep -c -e 'cuda-upgrade managed block' -e CUDA_HOME /etc/python3.11/sitecustomize.py",
         )
         .unwrap();
-    assert_eq!(kept.trim(), "640 root:adm\nsymbolic link\n644 root:root");
+    assert_eq!(kept.trim(), "640 root:adm\nsymbolic link\n644 root:root\n3");
     let holding = files_holding(
         &testbed,
         "node0",
