@@ -57,13 +57,17 @@ pub fn text(facts: &NodeFacts) -> String {
             .map_or_else(|| "unknown version".to_string(), ToString::to_string);
         let default = if facts.toolkits.default_prefix.as_deref() == Some(toolkit.prefix.as_path())
         {
-            " (default)"
+            ", default"
         } else {
             ""
         };
+        let source = toolkit.version_source.map_or_else(
+            || "unidentified".to_string(),
+            |source| format!("from {}", source.describe()),
+        );
         let _ = writeln!(
             out,
-            "toolkit: {} {version}{default}",
+            "toolkit: {} {version} ({source}{default})",
             text_value(&toolkit.prefix.display().to_string())
         );
     }
