@@ -12,6 +12,7 @@ pub mod facts;
 pub mod index;
 pub mod managed_block;
 pub mod manifest;
+pub mod pep508;
 pub mod plan;
 pub mod printer;
 pub mod report;

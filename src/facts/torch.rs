@@ -7,8 +7,6 @@
 //!
 //! See: <https://github.com/pytorch/pytorch/blob/main/tools/generate_torch_version.py>
 
-use std::str::FromStr;
-
 use pep440_rs::{Operator, Version};
 use pep508_rs::{Requirement, VersionOrUrl};
 use serde::{Deserialize, Serialize};
@@ -166,7 +164,8 @@ pub fn torch_build(
     let mut required_cuda_major = None;
     let mut required_cudnn = None;
     for line in requires {
-        let Ok(requirement) = Requirement::from_str(line) else {
+        // Through the guard: the parser panics on some malformed requirements.
+        let Ok(requirement) = crate::pep508::parse_requirement(line) else {
             continue;
         };
         let name = requirement.name.to_string();

@@ -103,7 +103,8 @@ impl CoreMetadata {
                     );
                 }
                 "requires-dist" => {
-                    let requirement = Requirement::from_str(value.trim())
+                    // Through the guard: the parser panics on some malformed requirements.
+                    let requirement = crate::pep508::parse_requirement(value.trim())
                         .map_err(|e| field_error("Requires-Dist", Box::new(e)))?;
                     requires_dist.push(requirement);
                 }

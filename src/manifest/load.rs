@@ -12,7 +12,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use pep440_rs::VersionSpecifiers;
-use pep508_rs::{PackageName, Requirement};
+use pep508_rs::PackageName;
 
 use super::error::{Diagnostic, ManifestError};
 use super::model::*;
@@ -1271,8 +1271,8 @@ impl Checker {
                 continue;
             };
             let requirement = self.require(&mut fields, "requirement").and_then(|n| {
-                let text = self.non_empty_string(n, &format!("{context}.requirement"))?;
-                match Requirement::from_str(&text) {
+                let text = self.line(n, &format!("{context}.requirement"))?;
+                match crate::pep508::parse_requirement(&text) {
                     Ok(requirement) => Some(requirement),
                     Err(error) => {
                         self.error(
@@ -1893,6 +1893,13 @@ mod tests {
         assert!(parse_duration("18446744073709551615h").is_err());
         assert!(parse_duration("99999999999999999999ms").is_err());
         assert!(parse_duration("ms").is_err());
+    }
+
+    /// Found by the fuzz harness: pep508_rs panics on these names; they are errors.
+    #[test]
+    fn requirement_names_that_panic_the_parser_are_refused() {
+        let text = "schema: 1\nname: x\ntarget: { python: /opt/e/bin/python3 }\noverrides:\n  - { requirement: \"fl..==1\", reason: r }\n";
+        assert!(load_str(text, "x.yaml", None).is_err());
     }
 
     #[test]

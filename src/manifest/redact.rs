@@ -27,9 +27,11 @@ fn parts(text: &str) -> Option<Parts<'_>> {
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
     let userinfo = authority.rfind('@').map(|at| &authority[..at]);
-    let query = text.find('?').and_then(|start| {
-        // A `?` inside the fragment starts no query.
-        let fragment = text.find('#').unwrap_or(text.len());
+    // The query starts at the first `?` after the scheme; a `?` inside the fragment
+    // starts none.
+    let query = rest.find('?').and_then(|offset| {
+        let start = scheme_end + offset;
+        let fragment = rest.find('#').map_or(text.len(), |at| scheme_end + at);
         (start < fragment).then(|| (start + 1, &text[start + 1..fragment]))
     });
     Some(Parts {
@@ -145,6 +147,15 @@ mod tests {
         );
         assert!(has_credentials("https://user:tok3n@host.example/simple"));
         assert!(!has_credentials("ssh://git@host.example/org/repo"));
+    }
+
+    /// Found by the fuzz harness: a `?` before `://` is no query.
+    #[test]
+    fn a_question_mark_before_the_scheme_is_no_query() {
+        assert_eq!(
+            redact_url("http? s://github.com/sgl-project/sglang"),
+            "http? s://github.com/sgl-project/sglang"
+        );
     }
 
     #[test]

@@ -1,0 +1,301 @@
+//! The fuzz harness of issue 9, shared by `examples/fuzz` (a million cases and more)
+//! and `tests/fuzz.rs` (a short pass in CI).
+//!
+//! Each case derives, from one 64-bit seed, a mutated copy of a file of the repository
+//! (every manifest, every malformed manifest, every example and every fixture) and
+//! feeds it to: the manifest loader and validator, the YAML layer, the facts parser,
+//! the shell quoting (quote → split gives back the word; a sample is run by `sh`), and
+//! the sitecustomize renderer (`steps::env::block`, then `managed_block::splice` and
+//! `find`, which must give back the block). A case fails when anything panics, when a
+//! property does not hold, or when one case takes longer than [`SLOW_CASE`].
+//! Nothing here talks to a network.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cuda_upgrade::facts::NodeFacts;
+use cuda_upgrade::managed_block;
+use cuda_upgrade::manifest::{self, yaml};
+use cuda_upgrade::shell;
+use cuda_upgrade::steps::env::{self, ResolvedVar};
+
+/// One case taking longer than this is a failure: cost must stay bounded.
+pub const SLOW_CASE: Duration = Duration::from_secs(2);
+
+/// Every `SHELL_SAMPLE`-th case also runs its quoted word through `sh`.
+pub const SHELL_SAMPLE: u64 = 4096;
+
+/// The files the inputs are mutated from, with their paths.
+pub struct Seeds {
+    /// e.g. `("manifests/sglang-0.5.9-cu130.yaml", bytes)`.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+impl Seeds {
+    /// Read every manifest and fixture of the repository at `root`.
+    pub fn load(root: &Path) -> std::io::Result<Self> {
+        let mut files = Vec::new();
+        for dir in ["manifests", "tests/manifests/invalid", "examples"] {
+            for entry in std::fs::read_dir(root.join(dir))? {
+                let path = entry?.path();
+                if path.extension().is_some_and(|ext| ext == "yaml") {
+                    files.push(path);
+                }
+            }
+        }
+        walk(&root.join("tests/fixtures"), &mut files)?;
+        files.sort();
+        let mut seeds = Vec::new();
+        for path in files {
+            let bytes = std::fs::read(&path)?;
+            let name = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            seeds.push((name, bytes));
+        }
+        Ok(Self { files: seeds })
+    }
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            walk(&path, files)?;
+        } else {
+            files.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// splitmix64: a small, fast generator; every case is reproducible from its seed.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for case `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Pieces that hostile inputs are made of: option dashes, paths that climb, control
+/// and bidi characters, YAML syntax (documents, anchors, tags, flow), credentials.
+const TOKENS: &[&str] = &[
+    "-",
+    "--",
+    "-oProxyCommand=x",
+    "..",
+    "../",
+    "/",
+    "\n",
+    "\r\n",
+    "\0",
+    "\t",
+    "\u{1b}[31m",
+    "\u{202e}",
+    "\u{2066}",
+    "\u{feff}",
+    "'",
+    "\"",
+    "\\",
+    "`",
+    "$(id)",
+    ";",
+    "&&",
+    "|",
+    ":",
+    ": ",
+    "- ",
+    "---\n",
+    "...\n",
+    "&a ",
+    "*a",
+    "!!binary ",
+    "!!str ",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "#",
+    "%YAML 1.2\n",
+    "? ",
+    "|\n  ",
+    ">\n  ",
+    "~",
+    "null",
+    "true",
+    "1e999",
+    "99999999999999999999h",
+    "ext::sh -c x",
+    "fd::3",
+    "https://user:token@h/x?token=t",
+    "file:///etc/shadow",
+    "ftp://h/x",
+    "/etc/passwd",
+    "/etc/ld.so.conf.d/x.conf",
+    "# >>> cuda-upgrade managed block >>>\n",
+    "# <<< cuda-upgrade managed block <<<\n",
+    "\u{85}",
+    "\u{2028}",
+    "é",
+    "\u{10ffff}",
+];
+
+/// A mutated copy of `seed`: one to eight byte-, token- and chunk-level edits, some of
+/// them taking chunks from `other`.
+pub fn mutate(rng: &mut Rng, seed: &[u8], other: &[u8]) -> Vec<u8> {
+    let mut bytes = seed.to_vec();
+    for _ in 0..1 + rng.below(8) {
+        let at = rng.below(bytes.len() + 1);
+        match rng.below(8) {
+            0 if !bytes.is_empty() => {
+                let index = rng.below(bytes.len());
+                bytes[index] ^= 1 << rng.below(8);
+            }
+            1 => bytes.insert(at, rng.next() as u8),
+            2 | 3 => {
+                let token = TOKENS[rng.below(TOKENS.len())].as_bytes();
+                bytes.splice(at..at, token.iter().copied());
+            }
+            4 if !bytes.is_empty() => {
+                let end = (at + 1 + rng.below(64)).min(bytes.len());
+                bytes.drain(at.min(end)..end);
+            }
+            5 if !bytes.is_empty() => {
+                let start = rng.below(bytes.len());
+                let end = (start + 1 + rng.below(256)).min(bytes.len());
+                let chunk = bytes[start..end].to_vec();
+                bytes.splice(at..at, chunk);
+            }
+            6 if !other.is_empty() => {
+                let start = rng.below(other.len());
+                let end = (start + 1 + rng.below(256)).min(other.len());
+                bytes.splice(at..at, other[start..end].iter().copied());
+            }
+            _ => {
+                // Repeat a short piece many times: long scalars, deep nesting, many keys.
+                let token = TOKENS[rng.below(TOKENS.len())].as_bytes();
+                let times = 1 + rng.below(2000);
+                let repeated: Vec<u8> = token.repeat(times);
+                bytes.splice(at..at, repeated);
+            }
+        }
+    }
+    bytes
+}
+
+/// How one case went wrong.
+#[derive(Debug)]
+pub struct CaseFailure {
+    /// The case's seed, to reproduce it with `--seed`.
+    pub seed: u64,
+    /// What failed, e.g. `panic in manifest::load_str: …`.
+    pub what: String,
+}
+
+/// Run case `seed` against every target. Returns the failure, if any.
+pub fn run_case(seeds: &Seeds, seed: u64) -> Result<Duration, CaseFailure> {
+    let started = Instant::now();
+    let outcome = std::panic::catch_unwind(|| check_case(seeds, seed));
+    let elapsed = started.elapsed();
+    let fail = |what: String| CaseFailure { seed, what };
+    match outcome {
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(ToString::to_string))
+                .unwrap_or_default();
+            Err(fail(format!("panic: {message}")))
+        }
+        Ok(Err(what)) => Err(fail(what)),
+        Ok(Ok(())) if elapsed > SLOW_CASE => Err(fail(format!("slow: {elapsed:?}"))),
+        Ok(Ok(())) => Ok(elapsed),
+    }
+}
+
+fn check_case(seeds: &Seeds, seed: u64) -> Result<(), String> {
+    let mut rng = Rng::new(seed);
+    let files = &seeds.files;
+    let (_, base) = &files[rng.below(files.len())];
+    let (_, other) = &files[rng.below(files.len())];
+    let input = mutate(&mut rng, base, other);
+    let text = String::from_utf8_lossy(&input);
+
+    // The YAML layer and the manifest loader: any text, no panic.
+    let _ = yaml::parse(&text);
+    let _ = manifest::load_str(&text, "fuzz.yaml", None);
+
+    // The facts parser: any text, no panic.
+    let _ = NodeFacts::parse(&text);
+
+    // Shell quoting: a word made of the input's characters comes back from `split`.
+    let start = rng.below(text.len());
+    let word: String = text
+        .chars()
+        .skip(start % text.chars().count().max(1))
+        .take(rng.below(64))
+        .collect();
+    let quoted = shell::quote(&word);
+    match shell::split(&quoted) {
+        Ok(words) if words == [word.clone()] => {}
+        other => return Err(format!("quote/split of {word:?} gave {other:?}")),
+    }
+    if seed.is_multiple_of(SHELL_SAMPLE) && !word.contains('\0') {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf %s {quoted}"))
+            .output()
+            .map_err(|error| format!("sh did not run: {error}"))?;
+        if output.stdout != word.as_bytes() {
+            return Err(format!(
+                "sh printed {:?} for {word:?} quoted as {quoted:?}",
+                String::from_utf8_lossy(&output.stdout)
+            ));
+        }
+    }
+
+    // The sitecustomize renderer: any variables, any existing file; splice then find
+    // gives back exactly the block.
+    let vars: Vec<ResolvedVar> = (0..rng.below(4))
+        .map(|index| ResolvedVar {
+            name: format!("VAR_{index}"),
+            value: word.chars().rev().collect(),
+            secret: rng.below(2) == 0,
+        })
+        .collect();
+    let secrets_file =
+        (rng.below(2) == 0).then(|| Path::new("/etc/cuda-upgrade/secrets/env-x.json"));
+    let block = env::block(&vars, &word, secrets_file);
+    let _ = managed_block::find(&input, env::MARKER);
+    if let Ok(spliced) = managed_block::splice(&input, env::MARKER, &block) {
+        match managed_block::find(&spliced, env::MARKER) {
+            Ok(Some(located)) if spliced[located.content.clone()] == *block.as_bytes() => {}
+            other => {
+                return Err(format!(
+                    "splice then find did not give back the block: {other:?}"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
