@@ -207,6 +207,16 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
         }
         _ => format!("`{}`", path.display()),
     };
+    if path.extension().is_none_or(|extension| extension != "py") {
+        return step(
+            Action::Change,
+            format!("{shown} is not a Python source file"),
+            Vec::new(),
+            Some(format!(
+                "{shown} is what the interpreter imports as `sitecustomize`, and it is not a `.py` source file: a block cannot be added to it; replace it with a `sitecustomize.py`"
+            )),
+        );
+    }
     if let Some(problem) = site.and_then(|site| site.malformed_block.as_ref()) {
         return step(
             Action::Change,
@@ -502,6 +512,18 @@ mod tests {
             "{blocked}"
         );
         assert!(blocked.contains("line 7"), "{blocked}");
+    }
+
+    #[test]
+    fn a_compiled_sitecustomize_is_not_rewritten() {
+        let mut facts = ubuntu(None, None);
+        if let Some(site) = facts.sitecustomize.as_mut() {
+            site.origin = Some("/usr/lib/python3.12/sitecustomize.pyc".into());
+            site.real_path = None;
+        }
+        let step = plan(&vars(), "m", Path::new("/opt/torch/.venv/bin/python3"), &facts);
+        assert!(step.blocked.unwrap().contains("not a `.py` source file"));
+        assert!(step.operations.is_empty());
     }
 
     #[test]

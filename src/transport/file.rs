@@ -154,8 +154,13 @@ private_dir() {
     [ $(( 0$dir_mode & 022 )) -eq 0 ] || fail "refusing \`$1\`: its mode $dir_mode lets other users write to it"
     safe_dir "$(dirname -- "$1")"
 }
+# canonical PATH: PATH with every symbolic link resolved, missing components kept.
+canonical() {
+    readlink -m -- "$1" 2>/dev/null || realpath -m -- "$1" 2>/dev/null ||
+        python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$1"
+}
 # Every symbolic link on the way is followed: the real target is replaced, links stay.
-target=$(readlink -m -- "$path") || fail "cannot resolve \`$path\`"
+target=$(canonical "$path") || fail "cannot resolve \`$path\`"
 [ -n "$target" ] || fail "cannot resolve \`$path\`"
 directory=$(dirname -- "$target")
 if [ "$private" = 1 ]; then
@@ -181,7 +186,7 @@ if [ -e "$target" ]; then
         mode=$(printf '%o' $(( 0$mode & 07700 )))
     fi
     if [ -n "$images" ]; then
-        images=$(readlink -m -- "$images")
+        images=$(canonical "$images")
         private_dir "$images"
         if [ ! -e "$images/$current" ]; then
             (umask 077 && cp -- "$target" "$images/.$current.tmp" && mv -f -- "$images/.$current.tmp" "$images/$current")
