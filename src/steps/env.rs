@@ -521,7 +521,12 @@ mod tests {
             site.origin = Some("/usr/lib/python3.12/sitecustomize.pyc".into());
             site.real_path = None;
         }
-        let step = plan(&vars(), "m", Path::new("/opt/torch/.venv/bin/python3"), &facts);
+        let step = plan(
+            &vars(),
+            "m",
+            Path::new("/opt/torch/.venv/bin/python3"),
+            &facts,
+        );
         assert!(step.blocked.unwrap().contains("not a `.py` source file"));
         assert!(step.operations.is_empty());
     }
