@@ -174,6 +174,18 @@ async fn block_rewrite_keeps_bytes_owner_and_mode_and_refuses_malformed_files() 
     if is_root() {
         std::os::unix::fs::chown(&file, Some(1), Some(2)).unwrap();
     }
+    // An extended attribute (where the file system has them) survives the rewrite too.
+    let xattr = |program: &str| {
+        Command::new("python3")
+            .args(["-c", program])
+            .arg(&file)
+            .output()
+            .unwrap()
+    };
+    let has_xattr =
+        xattr("import os, sys; os.setxattr(sys.argv[1], 'user.cuda_upgrade_test', b'kept')")
+            .status
+            .success();
     let owner = std::fs::metadata(&file).unwrap();
     let step = |path: &Path| Step {
         kind: StepKind::EnvInjection,
@@ -204,6 +216,12 @@ async fn block_rewrite_keeps_bytes_owner_and_mode_and_refuses_malformed_files() 
     let after = std::fs::metadata(&file).unwrap();
     assert_eq!(mode(&file), 0o640);
     assert_eq!((after.uid(), after.gid()), (owner.uid(), owner.gid()));
+    if has_xattr {
+        let read = xattr(
+            "import os, sys; print(os.getxattr(sys.argv[1], 'user.cuda_upgrade_test').decode())",
+        );
+        assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "kept");
+    }
 
     // A begin marker without its end: refused with the line, the file untouched.
     let broken = dir.path().join("broken.py");

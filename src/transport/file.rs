@@ -1,7 +1,8 @@
 //! The one way to read and change a file on a node; every step's writes go through it.
 //!
 //! A write follows symbolic links and replaces the real target (a link stays a link),
-//! keeps that file's owner, group and mode (a new file gets the caller's mode: 0644, or
+//! keeps that file's owner, group and mode (and, where `cp` can copy them, its ACLs,
+//! extended attributes and SELinux context) (a new file gets the caller's mode: 0644, or
 //! 0600 when it holds a secret; an existing file that holds a secret loses its group and
 //! other bits), writes the exact bytes to a temporary file in the same directory and
 //! renames it over the target, so readers see the old file or the new one. It refuses
@@ -204,6 +205,11 @@ else
 fi
 temporary=$(mktemp -- "$directory/.cuda-upgrade.XXXXXX")
 trap 'rm -f -- "$temporary"' EXIT
+if [ -e "$target" ] && [ "$secret" != 1 ]; then
+    # ACLs, extended attributes and the SELinux context of the file it replaces.
+    cp --attributes-only --preserve=mode,ownership,xattr,context -- "$target" "$temporary" 2>/dev/null ||
+        cp --attributes-only --preserve=mode,ownership,xattr -- "$target" "$temporary" 2>/dev/null || true
+fi
 cat >"$temporary"
 chown -- "$uid:$gid" "$temporary"
 chmod -- "$mode" "$temporary"
