@@ -132,6 +132,7 @@ pub fn plan(
                     "uninstall",
                     "-y",
                     "--disable-pip-version-check",
+                    "--",
                 ])
                 .args(remove.iter().cloned()),
         ));
