@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod converge;
 pub mod cuda;
 pub mod exec;
 pub mod facts;

@@ -57,6 +57,11 @@ impl Printer {
         self.reporter.step(message);
     }
 
+    /// The progress reporter, for library calls that say what they are doing.
+    pub fn reporter(&self) -> &dyn Reporter {
+        self.reporter.as_ref()
+    }
+
     /// The current work is over.
     pub fn progress_done(&mut self) {
         self.reporter.done();

@@ -1,8 +1,8 @@
 //! `upgrade diff OLD NEW`: the semantic diff of two manifests.
 
 use crate::cli::{DiffArgs, DiffFormat};
-use crate::commands::lock;
 use crate::commands::{CommandError, ExitStatus};
+use crate::converge;
 use crate::index::Snapshot;
 use crate::manifest::{self, Manifest, ManifestSource};
 use crate::printer::Printer;
@@ -23,7 +23,7 @@ pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         let snapshot = Snapshot::embedded()?;
         let outcome = |manifest: &Manifest, name: &str| {
             TargetEnvironment::from_manifest(manifest).and_then(|environment| {
-                lock::lock_manifest(manifest, name, &environment, &snapshot.universe, &rules)
+                converge::resolve_lock(manifest, name, &environment, &snapshot.universe, &rules)
             })
         };
         let old_outcome = outcome(&old, &args.old);

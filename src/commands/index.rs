@@ -12,10 +12,10 @@
 //! the digests already recorded beside the manifest, the node's facts), takes each
 //! locked index file that still has no sha256, finds it on its index's project page
 //! and records the sha256 of the bytes the index serves in the manifest's hashes file
-//! (`index::hashes`). [`hash_command`] is the command line the pip step names when a
-//! locked file has no sha256, repeating how the plan chose its node.
+//! (`index::hashes`). `commands::node::hash_command` is the command line the pip step
+//! names when a locked file has no sha256, repeating how the plan chose its node.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -26,9 +26,9 @@ use serde::Serialize;
 
 use crate::cli::{
     IndexCommand, IndexDefaultUrlArgs, IndexFormat, IndexHashArgs, IndexSnapshotArgs, NetworkArgs,
-    NodeArgs, SshArgs,
 };
-use crate::commands::{CommandError, ExitStatus, converge, lock, node, runtime};
+use crate::commands::{CommandError, ExitStatus, node, runtime};
+use crate::converge;
 use crate::exec;
 use crate::index::client::explore::TargetPlatform;
 use crate::index::client::{
@@ -43,7 +43,6 @@ use crate::printer::Printer;
 use crate::resolve::{LockedSource, TargetEnvironment};
 use crate::rules::RuleSet;
 use crate::settings;
-use crate::shell;
 
 /// Failed to run an `index` verb.
 #[derive(Debug, thiserror::Error)]
@@ -166,55 +165,6 @@ pub fn run(command: IndexCommand, printer: &mut Printer) -> Result<ExitStatus, C
     }
 }
 
-/// How a plan chose its node, so the command that records missing digests chooses the
-/// same one.
-#[derive(Debug, Clone, Copy)]
-pub enum NodeChoice<'a> {
-    /// `--facts FILE`.
-    Facts(&'a Path),
-    /// `--local` or `--host H` with its SSH settings.
-    Probed(&'a NodeArgs, &'a SshArgs),
-}
-
-/// The `upgrade index hash` command line that records the missing digests of the lock
-/// `plan` made for this manifest, node and snapshot, e.g. `upgrade index hash
-/// manifests/x.yaml --facts h200.facts.json`; the pip step adds `--package NAME`.
-pub fn hash_command(manifest: &Path, node: NodeChoice<'_>, snapshot: Option<&Path>) -> String {
-    let path = |path: &Path| path.display().to_string();
-    let mut words = vec![
-        "upgrade".to_string(),
-        "index".to_string(),
-        "hash".to_string(),
-        path(manifest),
-    ];
-    match node {
-        NodeChoice::Facts(facts) => words.extend(["--facts".to_string(), path(facts)]),
-        NodeChoice::Probed(node, ssh) => {
-            match &node.host {
-                Some(host) => words.extend(["--host".to_string(), host.clone()]),
-                None => words.push("--local".to_string()),
-            }
-            if let Some(config) = &ssh.ssh_config {
-                words.extend(["--ssh-config".to_string(), path(config)]);
-            }
-            if let Some(known_hosts) = &ssh.known_hosts {
-                words.extend(["--known-hosts".to_string(), path(known_hosts)]);
-            }
-            if ssh.accept_new_host_keys {
-                words.push("--accept-new-host-keys".to_string());
-            }
-        }
-    }
-    if let Some(snapshot) = snapshot {
-        words.extend(["--snapshot".to_string(), path(snapshot)]);
-    }
-    words
-        .iter()
-        .map(|word| shell::quote(word))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// One file whose digest was recorded, for the report.
 #[derive(Debug, Serialize)]
 struct HashedFile {
@@ -256,9 +206,10 @@ fn hash(args: &IndexHashArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
         }
         (None, false) => TargetEnvironment::from_manifest(&manifest)?,
     };
-    let universe = lock::universe_for(&args.manifest, args.snapshot.as_deref())?;
+    let universe = converge::universe_for(&args.manifest, args.snapshot.as_deref())?;
     let rules = RuleSet::embedded()?;
-    let locked = lock::lock_manifest(&manifest, &manifest_file, &environment, &universe, &rules)?;
+    let locked =
+        converge::resolve_lock(&manifest, &manifest_file, &environment, &universe, &rules)?;
     let hashes_path = RecordedHashes::path_for(&args.manifest);
     let mut recorded = RecordedHashes::read_optional(&hashes_path)?.unwrap_or(RecordedHashes {
         schema: HASHES_SCHEMA,
@@ -911,45 +862,6 @@ mod tests {
     fn dates() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_789), (2026, 12, 2));
-    }
-
-    #[test]
-    fn hash_command_repeats_how_the_plan_chose_its_node() {
-        let manifest = Path::new("manifests/sglang-0.5.9-cu130.yaml");
-        assert_eq!(
-            hash_command(
-                manifest,
-                NodeChoice::Facts(Path::new("my facts.json")),
-                Some(Path::new("snap.json"))
-            ),
-            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --facts 'my facts.json' --snapshot snap.json"
-        );
-        let node = NodeArgs {
-            local: false,
-            host: Some("node0".to_string()),
-        };
-        let ssh = SshArgs {
-            ssh_config: Some(PathBuf::from("/tmp/tb/ssh_config")),
-            known_hosts: None,
-            accept_new_host_keys: true,
-        };
-        assert_eq!(
-            hash_command(manifest, NodeChoice::Probed(&node, &ssh), None),
-            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --host node0 --ssh-config /tmp/tb/ssh_config --accept-new-host-keys"
-        );
-        let local = NodeArgs {
-            local: true,
-            host: None,
-        };
-        let none = SshArgs {
-            ssh_config: None,
-            known_hosts: None,
-            accept_new_host_keys: false,
-        };
-        assert_eq!(
-            hash_command(manifest, NodeChoice::Probed(&local, &none), None),
-            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --local"
-        );
     }
 
     #[test]

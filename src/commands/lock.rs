@@ -10,38 +10,11 @@ use std::path::Path;
 
 use crate::cli::{LockArgs, LockFormat};
 use crate::commands::{CommandError, ExitStatus};
-use crate::index::hashes::RecordedHashes;
-use crate::index::{Snapshot, Universe};
-use crate::manifest::{self, Manifest};
+use crate::converge;
+use crate::manifest;
 use crate::printer::Printer;
-use crate::resolve::{self, Lock, Request, ResolveError, TargetEnvironment};
+use crate::resolve::{ResolveError, TargetEnvironment};
 use crate::rules::RuleSet;
-
-/// Resolve one manifest file for one node, the way `lock` and `diff` do.
-pub fn lock_manifest(
-    manifest: &Manifest,
-    file: &str,
-    environment: &TargetEnvironment,
-    universe: &Universe,
-    rules: &RuleSet,
-) -> Result<Lock, ResolveError> {
-    let request = Request::from_manifest(manifest, file);
-    resolve::resolve(&request, universe, environment, rules)
-}
-
-/// The snapshot at `path` (the embedded one without), with the digests recorded beside
-/// `manifest` laid over it: what `lock`, `plan`, `apply` and `index hash` resolve on.
-pub fn universe_for(manifest: &Path, path: Option<&Path>) -> Result<Universe, CommandError> {
-    let mut snapshot = match path {
-        Some(path) => Snapshot::read(path)?,
-        None => Snapshot::embedded()?,
-    };
-    let hashes_path = RecordedHashes::path_for(manifest);
-    if let Some(recorded) = RecordedHashes::read_optional(&hashes_path)? {
-        recorded.apply(&mut snapshot.universe, &hashes_path)?;
-    }
-    Ok(snapshot.universe)
-}
 
 /// Run `upgrade lock`.
 pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -54,9 +27,9 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         }
         None => TargetEnvironment::from_manifest(&manifest)?,
     };
-    let universe = universe_for(&args.manifest, args.snapshot.as_deref())?;
+    let universe = converge::universe_for(&args.manifest, args.snapshot.as_deref())?;
     let rules = RuleSet::embedded()?;
-    let lock = match lock_manifest(&manifest, &file, &environment, &universe, &rules) {
+    let lock = match converge::resolve_lock(&manifest, &file, &environment, &universe, &rules) {
         Ok(lock) => lock,
         Err(ResolveError::Unresolvable { manifest, report }) => {
             if args.format == LockFormat::Json {

@@ -4,7 +4,6 @@
 //! documented in the README.
 
 mod apply;
-mod converge;
 mod diff;
 mod index;
 mod lock;
@@ -17,6 +16,7 @@ mod verify;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
+use crate::converge::ConvergeError;
 use crate::index::SnapshotError;
 use crate::index::hashes::HashesError;
 use crate::manifest::ManifestError;
@@ -104,24 +104,10 @@ pub enum CommandError {
         /// The manifest.
         path: std::path::PathBuf,
     },
-    /// A step of the plan cannot be applied; nothing was changed.
-    #[error("Refusing to apply on `{node}`: the `{step}` step is blocked: {reason}")]
-    Blocked {
-        /// e.g. `node0`.
-        node: String,
-        /// e.g. `pip`.
-        step: String,
-        /// Why.
-        reason: String,
-    },
-    /// A saved plan no longer matches the node or the manifest.
-    #[error("Refusing plan `{}`: {reason}; make a new plan", path.display())]
-    StalePlan {
-        /// The plan file.
-        path: std::path::PathBuf,
-        /// What changed.
-        reason: String,
-    },
+    /// The pipeline refused the node: a blocked step, or a saved plan that no longer
+    /// matches the node or the manifest; nothing was changed.
+    #[error(transparent)]
+    Refused(ConvergeError),
     /// No set of releases satisfies the manifest on the node; the report says why.
     #[error("Failed to resolve `{manifest}` for this node, {report}")]
     Unresolvable {
@@ -143,6 +129,26 @@ impl From<ResolveError> for CommandError {
     }
 }
 
+impl From<ConvergeError> for CommandError {
+    fn from(error: ConvergeError) -> Self {
+        match error {
+            ConvergeError::Manifest(error) => Self::Manifest(error),
+            ConvergeError::Env(error) => Self::Env(error),
+            ConvergeError::Rules(error) => Self::Rules(error),
+            ConvergeError::Snapshot(error) => Self::Snapshot(error),
+            ConvergeError::Hashes(error) => Self::Hashes(error),
+            ConvergeError::Resolve(error) => error.into(),
+            ConvergeError::PipConfig(error) => Self::PipConfig(error),
+            ConvergeError::Plan(error) => Self::Plan(error),
+            ConvergeError::Exec(error) => Self::Exec(error),
+            ConvergeError::Facts(error) => Self::Facts(error),
+            refused @ (ConvergeError::Blocked { .. } | ConvergeError::StalePlan { .. }) => {
+                Self::Refused(refused)
+            }
+        }
+    }
+}
+
 impl CommandError {
     /// The exit status for this error's class.
     pub fn exit_status(&self) -> ExitStatus {
@@ -160,8 +166,7 @@ impl CommandError {
             | Self::PipConfig(_)
             | Self::Plan(_)
             | Self::PlanFile { .. }
-            | Self::StalePlan { .. }
-            | Self::Blocked { .. }
+            | Self::Refused(_)
             | Self::NoVerify { .. } => ExitStatus::InvalidInput,
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Exec(_)

@@ -1,7 +1,11 @@
-//! Turning the node flags into a [`NodeSelection`].
+//! Turning the node flags into a [`NodeSelection`], and back into words for a command
+//! line that must choose the same node (`upgrade index hash …`).
+
+use std::path::Path;
 
 use crate::cli::{NodeArgs, SshArgs};
 use crate::exec::NodeSelection;
+use crate::shell;
 use crate::transport::{HostKeyPolicy, SshOptions};
 
 /// `--local` or `--host H` with its SSH settings (clap guarantees exactly one).
@@ -27,5 +31,100 @@ pub fn selection(node: &NodeArgs, ssh: &SshArgs) -> NodeSelection {
             },
         },
         (_, None) => NodeSelection::Local,
+    }
+}
+
+/// How a plan chose its node, so the command that records missing digests chooses the
+/// same one.
+#[derive(Debug, Clone, Copy)]
+pub enum NodeChoice<'a> {
+    /// `--facts FILE`.
+    Facts(&'a Path),
+    /// `--local` or `--host H` with its SSH settings.
+    Probed(&'a NodeArgs, &'a SshArgs),
+}
+
+/// The `upgrade index hash` command line that records the missing digests of the lock
+/// `plan` made for this manifest, node and snapshot, e.g. `upgrade index hash
+/// manifests/x.yaml --facts h200.facts.json`; the pip step adds `--package NAME`.
+pub fn hash_command(manifest: &Path, node: NodeChoice<'_>, snapshot: Option<&Path>) -> String {
+    let path = |path: &Path| path.display().to_string();
+    let mut words = vec![
+        "upgrade".to_string(),
+        "index".to_string(),
+        "hash".to_string(),
+        path(manifest),
+    ];
+    match node {
+        NodeChoice::Facts(facts) => words.extend(["--facts".to_string(), path(facts)]),
+        NodeChoice::Probed(node, ssh) => {
+            match &node.host {
+                Some(host) => words.extend(["--host".to_string(), host.clone()]),
+                None => words.push("--local".to_string()),
+            }
+            if let Some(config) = &ssh.ssh_config {
+                words.extend(["--ssh-config".to_string(), path(config)]);
+            }
+            if let Some(known_hosts) = &ssh.known_hosts {
+                words.extend(["--known-hosts".to_string(), path(known_hosts)]);
+            }
+            if ssh.accept_new_host_keys {
+                words.push("--accept-new-host-keys".to_string());
+            }
+        }
+    }
+    if let Some(snapshot) = snapshot {
+        words.extend(["--snapshot".to_string(), path(snapshot)]);
+    }
+    words
+        .iter()
+        .map(|word| shell::quote(word))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn hash_command_repeats_how_the_plan_chose_its_node() {
+        let manifest = Path::new("manifests/sglang-0.5.9-cu130.yaml");
+        assert_eq!(
+            hash_command(
+                manifest,
+                NodeChoice::Facts(Path::new("my facts.json")),
+                Some(Path::new("snap.json"))
+            ),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --facts 'my facts.json' --snapshot snap.json"
+        );
+        let node = NodeArgs {
+            local: false,
+            host: Some("node0".to_string()),
+        };
+        let ssh = SshArgs {
+            ssh_config: Some(PathBuf::from("/tmp/tb/ssh_config")),
+            known_hosts: None,
+            accept_new_host_keys: true,
+        };
+        assert_eq!(
+            hash_command(manifest, NodeChoice::Probed(&node, &ssh), None),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --host node0 --ssh-config /tmp/tb/ssh_config --accept-new-host-keys"
+        );
+        let local = NodeArgs {
+            local: true,
+            host: None,
+        };
+        let none = SshArgs {
+            ssh_config: None,
+            known_hosts: None,
+            accept_new_host_keys: false,
+        };
+        assert_eq!(
+            hash_command(manifest, NodeChoice::Probed(&local, &none), None),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --local"
+        );
     }
 }

@@ -2,9 +2,9 @@
 //! would do on the node, step by step with its commands; changes nothing.
 
 use crate::cli::{PlanArgs, PlanFormat};
-use crate::commands::converge::{self, PLAN_SCHEMA, SavedPlan};
-use crate::commands::index::{self, NodeChoice};
-use crate::commands::{CommandError, ExitStatus, node, runtime};
+use crate::commands::node::{self, NodeChoice, hash_command};
+use crate::commands::{CommandError, ExitStatus, runtime};
+use crate::converge::{self, PLAN_SCHEMA, SavedPlan};
 use crate::exec;
 use crate::facts::NodeFacts;
 use crate::plan;
@@ -30,7 +30,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         Some(path) => NodeChoice::Facts(path),
         None => NodeChoice::Probed(&args.node, &args.ssh),
     };
-    let hash_command = index::hash_command(&args.manifest, node_choice, args.snapshot.as_deref());
+    let hash_command = hash_command(&args.manifest, node_choice, args.snapshot.as_deref());
     let node_plan = converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
     if let Some(path) = &args.output {
         let saved = SavedPlan {

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 
 use crate::cli::{ApplyFormat, VerifyArgs};
-use crate::commands::apply::{PID_FILE, render_launch};
 use crate::commands::{CommandError, ExitStatus, node, runtime};
-use crate::exec::{self, launch::LaunchOutcome, launch::LaunchSpec};
+use crate::exec::{self, launch::LaunchOutcome, launch::LaunchSpec, launch::PID_FILE};
 use crate::manifest;
 use crate::printer::Printer;
+use crate::report;
 
 /// Launch, watch, judge, stop.
 pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -54,7 +54,7 @@ pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
             text.push('\n');
             text
         }
-        ApplyFormat::Text => render_launch(&node, &outcome),
+        ApplyFormat::Text => report::apply::launch(&node, &outcome),
     };
     printer.out(&text).map_err(CommandError::Output)?;
     Ok(if matches!(outcome, LaunchOutcome::Ready { .. }) {

@@ -21,6 +21,9 @@ use super::ExecError;
 /// How many log lines a failure report shows.
 pub const LAST_LINES: usize = 40;
 
+/// Where the verification launch records its pid on the node.
+pub const PID_FILE: &str = "/run/cuda-upgrade/launch.pid";
+
 /// What to launch and how to judge it.
 #[derive(Debug, Clone)]
 pub struct LaunchSpec {

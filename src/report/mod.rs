@@ -3,6 +3,7 @@
 //! Every manifest value passes through one of the escapers here before it reaches
 //! output, so a value can never forge a line, a terminal escape sequence or markdown.
 
+pub mod apply;
 pub mod diff;
 pub mod facts;
 pub mod validate;

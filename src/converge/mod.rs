@@ -1,9 +1,20 @@
-//! What `plan` and `apply` share: from a manifest and a node to that node's plan.
+//! The pipeline as one library call: a manifest (read once, with its digest) and a
+//! transport → facts → lock → plan → re-check and apply each step → verification launch
+//! → a typed [`NodeOutcome`]. `plan`, `apply`, `lock` and `index hash` share its pieces;
+//! the verbs only parse arguments and print. A fleet is N of these under a bounded task
+//! set.
 //!
 //! Loads the manifest, gathers the node's facts in one round trip, resolves the
 //! manifest for that node (offline on a snapshot, with the digests recorded beside the
 //! manifest), finds each index's URL (pip's configured default for an entry without
-//! one), resolves `from_env` values on the controller, and plans.
+//! one), resolves `from_env` values on the controller, and plans. It owns its error type
+//! ([`ConvergeError`]); only `commands` maps errors to exit codes.
+
+mod error;
+mod node;
+
+pub use error::ConvergeError;
+pub use node::{ApplyOptions, NodeOutcome, StepRecord, converge_node};
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -11,10 +22,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::commands::CommandError;
 use crate::exec;
 use crate::facts::{NodeFacts, ProbeRequest};
-use crate::index::pip_config;
+use crate::index::hashes::RecordedHashes;
+use crate::index::{Snapshot, Universe, pip_config};
 use crate::manifest::{self, Manifest};
 use crate::plan::{self, NodePlan, PlanInput};
 use crate::resolve::{Lock, Request, TargetEnvironment};
@@ -58,11 +69,11 @@ pub struct Prepared {
 }
 
 /// Load a manifest and resolve its `from_env` values.
-pub fn prepare(path: &Path) -> Result<Prepared, CommandError> {
+pub fn prepare(path: &Path) -> Result<Prepared, ConvergeError> {
     let text = manifest::read_text(path)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let manifest = manifest::load_str(&text, &path.display().to_string(), Some(&base))?;
-    let env = resolve(&manifest.env, env::var).map_err(CommandError::Env)?;
+    let env = resolve(&manifest.env, env::var).map_err(ConvergeError::Env)?;
     Ok(Prepared {
         sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes())),
         manifest,
@@ -87,26 +98,53 @@ pub fn probe_request(manifest: &Manifest) -> ProbeRequest {
     request
 }
 
+/// The snapshot at `path` (the embedded one without), with the digests recorded beside
+/// `manifest` laid over it: what `lock`, `plan`, `apply` and `index hash` resolve on.
+pub fn universe_for(manifest: &Path, path: Option<&Path>) -> Result<Universe, ConvergeError> {
+    let mut snapshot = match path {
+        Some(path) => Snapshot::read(path)?,
+        None => Snapshot::embedded()?,
+    };
+    let hashes_path = RecordedHashes::path_for(manifest);
+    if let Some(recorded) = RecordedHashes::read_optional(&hashes_path)? {
+        recorded.apply(&mut snapshot.universe, &hashes_path)?;
+    }
+    Ok(snapshot.universe)
+}
+
+/// The one way a manifest is resolved for a node: `file` names it in reports, e.g.
+/// `manifests/sglang-0.5.9-cu130.yaml`.
+pub fn resolve_lock(
+    manifest: &Manifest,
+    file: &str,
+    environment: &TargetEnvironment,
+    universe: &Universe,
+    rules: &RuleSet,
+) -> Result<Lock, crate::resolve::ResolveError> {
+    let request = Request::from_manifest(manifest, file);
+    crate::resolve::resolve(&request, universe, environment, rules)
+}
+
 /// Resolve the manifest for the node's facts.
 pub fn lock(
     prepared: &Prepared,
     facts: &NodeFacts,
     snapshot: Option<&Path>,
-) -> Result<Lock, CommandError> {
+) -> Result<Lock, ConvergeError> {
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
-    let universe = super::lock::universe_for(&prepared.path, snapshot)?;
+    let universe = universe_for(&prepared.path, snapshot)?;
     let rules = RuleSet::embedded()?;
-    let request = Request::from_manifest(&prepared.manifest, &prepared.path.display().to_string());
-    Ok(crate::resolve::resolve(
-        &request,
-        &universe,
+    Ok(resolve_lock(
+        &prepared.manifest,
+        &prepared.path.display().to_string(),
         &environment,
+        &universe,
         &rules,
     )?)
 }
 
 /// Index name → URL: the manifest's, or pip's configured default for an entry without one.
-pub fn index_urls(manifest: &Manifest) -> Result<BTreeMap<String, String>, CommandError> {
+pub fn index_urls(manifest: &Manifest) -> Result<BTreeMap<String, String>, ConvergeError> {
     let mut urls = BTreeMap::new();
     for index in &manifest.indexes {
         let url = match &index.url {
@@ -118,8 +156,8 @@ pub fn index_urls(manifest: &Manifest) -> Result<BTreeMap<String, String>, Comma
     Ok(urls)
 }
 
-/// Plan one node from its facts and a lock; `hash_command` records the digests the
-/// lock lacks (`super::index::hash_command`).
+/// Plan one node from its facts and a lock; `hash_command` is the command line that
+/// records the digests the lock lacks.
 pub fn plan_for(
     prepared: &Prepared,
     node: &str,
@@ -127,7 +165,7 @@ pub fn plan_for(
     lock: &Lock,
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
-) -> Result<NodePlan, CommandError> {
+) -> Result<NodePlan, ConvergeError> {
     let manifest_dir = prepared
         .path
         .parent()
@@ -146,6 +184,6 @@ pub fn plan_for(
 }
 
 /// Probe the node.
-pub async fn facts(transport: &Transport, prepared: &Prepared) -> Result<NodeFacts, CommandError> {
+pub async fn facts(transport: &Transport, prepared: &Prepared) -> Result<NodeFacts, ConvergeError> {
     Ok(exec::gather_facts(transport, &probe_request(&prepared.manifest)).await?)
 }

@@ -1,0 +1,68 @@
+//! Errors of the pipeline: what stopped a node before or while it was converged.
+//! Which exit code each class means is decided by `commands`, not here.
+
+use std::path::PathBuf;
+
+use crate::exec::ExecError;
+use crate::facts::FactsError;
+use crate::index::SnapshotError;
+use crate::index::hashes::HashesError;
+use crate::index::pip_config::PipConfigError;
+use crate::manifest::ManifestError;
+use crate::plan::PlanError;
+use crate::resolve::ResolveError;
+use crate::rules::RulesError;
+use crate::steps::env::EnvError;
+
+/// Failed to converge a node (or to get as far as its plan).
+#[derive(Debug, thiserror::Error)]
+pub enum ConvergeError {
+    /// The manifest could not be read or is invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// A `from_env` value is missing on the controller.
+    #[error(transparent)]
+    Env(EnvError),
+    /// A shipped rule file is broken.
+    #[error(transparent)]
+    Rules(#[from] RulesError),
+    /// The snapshot could not be read.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The digests recorded beside the manifest could not be read or applied.
+    #[error(transparent)]
+    Hashes(#[from] HashesError),
+    /// The manifest could not be resolved for the node.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// pip's default index could not be found.
+    #[error(transparent)]
+    PipConfig(#[from] PipConfigError),
+    /// The node could not be planned.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The node could not be worked on.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// The node's facts could not be read.
+    #[error(transparent)]
+    Facts(#[from] FactsError),
+    /// A step of the plan cannot be applied; nothing more was changed.
+    #[error("Refusing to apply on `{node}`: the `{step}` step is blocked: {reason}")]
+    Blocked {
+        /// e.g. `node0`.
+        node: String,
+        /// e.g. `pip`.
+        step: String,
+        /// Why.
+        reason: String,
+    },
+    /// A saved plan no longer matches the node or the manifest.
+    #[error("Refusing plan `{}`: {reason}; make a new plan", path.display())]
+    StalePlan {
+        /// The plan file.
+        path: PathBuf,
+        /// What changed.
+        reason: String,
+    },
+}

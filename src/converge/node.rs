@@ -1,0 +1,201 @@
+//! One node, start to end: facts, lock (or a saved plan's, refused when the node
+//! changed), plan, each step re-checked against fresh facts right before it runs,
+//! applied and verified, then the verification launch. The result is a typed
+//! [`NodeOutcome`]; a failing step is an outcome, not an error.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
+use crate::exec::{ApplyContext, Reporter, StepFailure, StepOutcome, apply_step};
+use crate::resolve::Lock;
+use crate::steps::{Action, Step, StepKind};
+use crate::transport::Transport;
+
+use super::{ConvergeError, Prepared, SavedPlan};
+
+/// One step's result, e.g. `env` `applied`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepRecord {
+    /// e.g. `ldconfig`.
+    pub kind: String,
+    /// What the plan said it would do.
+    pub action: Action,
+    /// `no-op`, `applied` or `failed`.
+    pub outcome: &'static str,
+    /// Why, as the plan said it.
+    pub reason: String,
+    /// The failing command (secrets masked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its exit status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<i32>,
+    /// The end of its output, or what the verification found (secrets masked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// How a node ended, e.g. `node0` converged in 8.2 s with 15 round trips.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeOutcome {
+    /// e.g. `node0` or `local`.
+    pub node: String,
+    /// Every step converged and the verification (when run) was ready.
+    pub ok: bool,
+    /// The steps in plan order, up to the first failure.
+    pub steps: Vec<StepRecord>,
+    /// The verification launch, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<LaunchOutcome>,
+    /// Commands run on the node.
+    pub round_trips: u64,
+    /// From the first probe to the end.
+    pub seconds: f64,
+}
+
+/// What one node's apply is given besides the manifest and the transport.
+pub struct ApplyOptions<'a> {
+    /// A saved plan to replay (its lock), refused when the node's facts changed.
+    pub saved: Option<&'a SavedPlan>,
+    /// The file the saved plan was read from, for the refusal.
+    pub plan_path: &'a Path,
+    /// A snapshot instead of the embedded one.
+    pub snapshot: Option<&'a Path>,
+    /// The command line that records digests the lock lacks (for blocked pip steps).
+    pub hash_command: &'a str,
+    /// Run the verification launch at the end.
+    pub verify: bool,
+    /// The download cache, the before-images directory and the secrets to mask.
+    pub context: &'a ApplyContext,
+}
+
+fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> StepRecord {
+    StepRecord {
+        kind: step.kind.to_string(),
+        action: step.action,
+        outcome,
+        reason: step.reason.clone(),
+        command: failure.as_ref().map(|f| f.operation.clone()),
+        status: failure.as_ref().and_then(|f| f.status),
+        output: failure.map(|f| f.detail),
+    }
+}
+
+/// Converge one node: see the module's documentation.
+pub async fn converge_node(
+    transport: &Transport,
+    prepared: &Prepared,
+    options: &ApplyOptions<'_>,
+    reporter: &dyn Reporter,
+) -> Result<NodeOutcome, ConvergeError> {
+    let started = Instant::now();
+    let node = transport.name().to_string();
+    let finish = |ok, steps, verification| NodeOutcome {
+        node: node.clone(),
+        ok,
+        steps,
+        verification,
+        round_trips: transport.round_trips(),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let facts = super::facts(transport, prepared).await?;
+    let mut lock: Lock = match options.saved {
+        Some(saved) => {
+            let digest = facts.digest()?.to_string();
+            if digest != saved.facts_digest {
+                return Err(ConvergeError::StalePlan {
+                    path: options.plan_path.to_path_buf(),
+                    reason: format!(
+                        "the facts of `{node}` changed since the plan was made ({} → {digest})",
+                        saved.facts_digest
+                    ),
+                });
+            }
+            saved.lock.clone()
+        }
+        None => super::lock(prepared, &facts, options.snapshot)?,
+    };
+    let urls = super::index_urls(&prepared.manifest)?;
+    let plan = super::plan_for(prepared, &node, &facts, &lock, &urls, options.hash_command)?;
+    if let Some(step) = plan.blocked().first() {
+        return Err(ConvergeError::Blocked {
+            node: node.clone(),
+            step: step.kind.to_string(),
+            reason: step.blocked.clone().unwrap_or_default(),
+        });
+    }
+    let mut steps = Vec::new();
+    for planned in &plan.steps {
+        if planned.action == Action::NoOp {
+            steps.push(record(planned, "no-op", None));
+            continue;
+        }
+        reporter.step(&format!("{node}: {} — {}", planned.kind, planned.reason));
+        // Re-check against fresh facts: the step may have been done meanwhile.
+        let fresh = super::facts(transport, prepared).await?;
+        let replanned =
+            super::plan_for(prepared, &node, &fresh, &lock, &urls, options.hash_command)?;
+        let step = replanned
+            .steps
+            .into_iter()
+            .find(|step| step.kind == planned.kind && step.subject == planned.subject)
+            .unwrap_or_else(|| planned.clone());
+        if step.action == Action::NoOp {
+            steps.push(record(&step, "no-op", None));
+            continue;
+        }
+        // Planned anew (e.g. against an interpreter the python-env step just created),
+        // a step can turn out blocked: stop the node before it changes anything more.
+        if let Some(reason) = &step.blocked {
+            return Err(ConvergeError::Blocked {
+                node: node.clone(),
+                step: step.kind.to_string(),
+                reason: reason.clone(),
+            });
+        }
+        match apply_step(transport, &step, options.context).await? {
+            StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),
+            StepOutcome::Applied => {
+                steps.push(record(&step, "applied", None));
+                // A new interpreter: resolve again for what it really is (its version
+                // and tags), unless a saved plan fixed the lock.
+                if step.kind == StepKind::PythonEnv && options.saved.is_none() {
+                    let fresh = super::facts(transport, prepared).await?;
+                    lock = super::lock(prepared, &fresh, options.snapshot)?;
+                }
+            }
+            StepOutcome::Failed(failure) => {
+                steps.push(record(&step, "failed", Some(failure)));
+                reporter.done();
+                return Ok(finish(false, steps, None));
+            }
+        }
+    }
+    reporter.done();
+    let verification = match (&plan.verify, options.verify) {
+        (Some(verify), true) => {
+            reporter.step(&format!(
+                "{node}: verification launch — waiting for {:?}",
+                verify.ready
+            ));
+            let spec = LaunchSpec {
+                verify: verify.clone(),
+                pid_file: PathBuf::from(PID_FILE),
+                python: prepared.manifest.target.python.clone(),
+                secrets: options.context.secrets.clone(),
+            };
+            let outcome = launch(transport, &spec).await?;
+            reporter.done();
+            Some(outcome)
+        }
+        _ => None,
+    };
+    let ok = !matches!(
+        verification,
+        Some(LaunchOutcome::Failed { .. } | LaunchOutcome::Refused { .. })
+    );
+    Ok(finish(ok, steps, verification))
+}

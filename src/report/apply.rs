@@ -1,0 +1,93 @@
+//! Text output of `apply` and `verify`: each step's outcome, the failing command's
+//! output tail and the verification launch, every value escaped for the terminal.
+
+use crate::converge::NodeOutcome;
+use crate::exec::launch::LaunchOutcome;
+
+use super::text_value;
+
+/// The verification outcome as text lines, e.g. `node0: verification: ready in 2.0s …`.
+pub fn launch(node: &str, outcome: &LaunchOutcome) -> String {
+    let mut out = String::new();
+    match outcome {
+        LaunchOutcome::Ready {
+            time_to_ready,
+            pid,
+            stopped,
+        } => out.push_str(&format!(
+            "{}: verification: ready in {:.1}s (pid {pid}{})\n",
+            text_value(node),
+            time_to_ready.as_secs_f64(),
+            if *stopped {
+                ", stopped"
+            } else {
+                ", left running"
+            }
+        )),
+        LaunchOutcome::Refused { reason, .. } => {
+            out.push_str(&format!(
+                "{}: verification refused: {}\n",
+                text_value(node),
+                text_value(reason)
+            ));
+        }
+        LaunchOutcome::Failed {
+            failure,
+            last_lines,
+            ..
+        } => {
+            out.push_str(&format!(
+                "{}: verification failed: {}\n",
+                text_value(node),
+                text_value(&format!("{failure:?}"))
+            ));
+            for line in last_lines {
+                out.push_str(&format!("      | {}\n", text_value(line)));
+            }
+        }
+    }
+    out
+}
+
+/// A node's outcome as text: one line a step, the failing command's output, the
+/// verification, and a closing line, e.g. `node0: converged in 8.2s, 15 round trips`.
+pub fn node(report: &NodeOutcome) -> String {
+    let mut out = String::new();
+    for step in &report.steps {
+        let glyph = match step.outcome {
+            "no-op" => "no-op".to_string(),
+            _ => step.action.glyph().to_string(),
+        };
+        out.push_str(&format!(
+            "{}: {glyph:>5} {:<11} {} — {}\n",
+            text_value(&report.node),
+            step.kind,
+            step.outcome,
+            text_value(&step.reason)
+        ));
+        if let Some(command) = &step.command {
+            out.push_str(&format!("      command: {}\n", text_value(command)));
+            out.push_str(&format!(
+                "      exit status: {}\n",
+                step.status
+                    .map_or_else(|| "none".to_string(), |s| s.to_string())
+            ));
+        }
+        if let Some(output) = &step.output {
+            for line in output.lines() {
+                out.push_str(&format!("      | {}\n", text_value(line)));
+            }
+        }
+    }
+    if let Some(outcome) = &report.verification {
+        out.push_str(&launch(&report.node, outcome));
+    }
+    out.push_str(&format!(
+        "{}: {} in {:.1}s, {} round trips\n",
+        text_value(&report.node),
+        if report.ok { "converged" } else { "FAILED" },
+        report.seconds,
+        report.round_trips
+    ));
+    out
+}
