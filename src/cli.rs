@@ -146,6 +146,10 @@ pub struct ApplyArgs {
     /// Skip the verification launch.
     #[arg(long)]
     pub no_verify: bool,
+    /// Remove the node's lock left by an earlier apply (e.g. one whose controller died)
+    /// before taking it. Only when that apply is known to be gone.
+    #[arg(long)]
+    pub break_lock: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

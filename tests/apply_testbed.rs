@@ -303,7 +303,8 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
         "plan changed files"
     );
 
-    // A no-op apply makes one round trip for facts and none for its no-op steps.
+    // A no-op apply makes one round trip for facts, two for the node lock (taken and
+    // given back) and none for its no-op steps.
     let output = upgrade(
         &testbed,
         &[
@@ -321,7 +322,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
         ],
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(report["round_trips"], 1, "{report:#}");
+    assert_eq!(report["round_trips"], 3, "{report:#}");
 
     // Host keys: strict by default, so an unknown node is refused; recorded on request.
     let known_hosts = work.join("known_hosts");
@@ -743,4 +744,58 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
             .all(|step| step["outcome"] == "no-op"),
         "{report:#}"
     );
+
+    // The node lock: an apply in progress elsewhere (its lock left on the node) refuses
+    // a second one, naming the holder; a holder on this controller that no longer runs
+    // is called stale; `--break-lock` takes the node, and the lock is given back.
+    let lock = |holder: &str| {
+        testbed
+            .ssh_ok(
+                "node0",
+                &format!(
+                    "mkdir -p /run/cuda-upgrade/apply.lock && printf '%s\\n' '{holder}' > /run/cuda-upgrade/apply.lock/holder && echo other-token > /run/cuda-upgrade/apply.lock/token"
+                ),
+            )
+            .unwrap()
+    };
+    lock(r#"{"controller":"other-controller","user":"ops","pid":4242,"started":1796240701}"#);
+    let (output, _) = run();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("another apply holds it (user `ops` on `other-controller`, pid 4242, since 2026-12-02 19:45:01 UTC)"),
+        "{}",
+        text(&output)
+    );
+    let here = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    lock(&format!(
+        r#"{{"controller":"{}","user":"ops","pid":4194303,"started":1796240701}}"#,
+        here.trim()
+    ));
+    let (output, _) = run();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        text(&output).contains("the lock is stale"),
+        "{}",
+        text(&output)
+    );
+    let output = upgrade(
+        &testbed,
+        &[
+            "apply",
+            manifest.to_str().unwrap(),
+            "--host",
+            "node0",
+            "--ssh-config",
+            &ssh_config,
+            "--break-lock",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let left = testbed
+        .ssh_ok(
+            "node0",
+            "ls /run/cuda-upgrade/ | grep -c apply.lock || true",
+        )
+        .unwrap();
+    assert_eq!(left.trim(), "0", "the lock was not given back");
 }

@@ -13,6 +13,7 @@ use crate::cli::{ApplyArgs, ApplyFormat};
 use crate::commands::node::{self, NodeChoice, hash_command};
 use crate::commands::{CommandError, ExitStatus, runtime};
 use crate::converge::{self, ApplyOptions, ConvergeError, SavedPlan};
+use crate::exec::node_lock::LockHolder;
 use crate::exec::{self, ApplyContext};
 use crate::printer::Printer;
 use crate::report;
@@ -78,6 +79,11 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         hash_command: &hash_command,
         verify: !args.no_verify,
         context: &context,
+        holder: LockHolder::this_process(
+            crate::settings::controller_host().unwrap_or_else(|| "unknown".to_string()),
+            crate::settings::controller_user(),
+        ),
+        break_lock: args.break_lock,
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

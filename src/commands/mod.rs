@@ -104,6 +104,9 @@ pub enum CommandError {
         /// The manifest.
         path: std::path::PathBuf,
     },
+    /// Another apply holds the node.
+    #[error(transparent)]
+    Locked(crate::exec::node_lock::NodeLockError),
     /// The pipeline refused the node: a blocked step, or a saved plan that no longer
     /// matches the node or the manifest; nothing was changed.
     #[error(transparent)]
@@ -145,6 +148,7 @@ impl From<ConvergeError> for CommandError {
             refused @ (ConvergeError::Blocked { .. } | ConvergeError::StalePlan { .. }) => {
                 Self::Refused(refused)
             }
+            ConvergeError::Locked(error) => Self::Locked(error),
         }
     }
 }
@@ -170,6 +174,7 @@ impl CommandError {
             | Self::NoVerify { .. } => ExitStatus::InvalidInput,
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Exec(_)
+            | Self::Locked(_)
             | Self::Hashes(HashesError::Io { .. })
             | Self::Runtime(_)
             | Self::Output(_) => ExitStatus::Failure,

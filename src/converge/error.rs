@@ -47,6 +47,9 @@ pub enum ConvergeError {
     /// The node's facts could not be read.
     #[error(transparent)]
     Facts(#[from] FactsError),
+    /// Another apply holds the node (or its lock could not be taken).
+    #[error(transparent)]
+    Locked(#[from] crate::exec::node_lock::NodeLockError),
     /// A step of the plan cannot be applied; nothing more was changed.
     #[error("Refusing to apply on `{node}`: the `{step}` step is blocked: {reason}")]
     Blocked {

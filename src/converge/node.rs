@@ -1,5 +1,5 @@
-//! One node, start to end: facts, lock (or a saved plan's, refused when the node
-//! changed), plan, each step re-checked against fresh facts right before it runs,
+//! One node, start to end, under the node's lock (a second apply is refused, naming the
+//! holder): facts, lock (or a saved plan's, refused when the node changed), plan, each step re-checked against fresh facts right before it runs,
 //! applied and verified, then the verification launch. The result is a typed
 //! [`NodeOutcome`]; a failing step is an outcome, not an error.
 
@@ -9,7 +9,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
-use crate::exec::{ApplyContext, Reporter, StepFailure, StepOutcome, apply_step};
+use crate::exec::node_lock::{LockHolder, NodeLock};
+use crate::exec::{ApplyContext, ExecError, Reporter, StepFailure, StepOutcome, apply_step};
 use crate::resolve::Lock;
 use crate::steps::{Action, Step, StepKind};
 use crate::transport::Transport;
@@ -70,6 +71,10 @@ pub struct ApplyOptions<'a> {
     pub verify: bool,
     /// The download cache, the before-images directory and the secrets to mask.
     pub context: &'a ApplyContext,
+    /// Who takes the node's lock for this apply.
+    pub holder: LockHolder,
+    /// Remove any lock on the node before taking it (`--break-lock`).
+    pub break_lock: bool,
 }
 
 fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> StepRecord {
@@ -84,8 +89,24 @@ fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> S
     }
 }
 
-/// Converge one node: see the module's documentation.
+/// Converge one node under its lock: see the module's documentation. The lock is
+/// given back however the node ends; a lock left by a dropped connection stays.
 pub async fn converge_node(
+    transport: &Transport,
+    prepared: &Prepared,
+    options: &ApplyOptions<'_>,
+    reporter: &dyn Reporter,
+) -> Result<NodeOutcome, ConvergeError> {
+    let lock = NodeLock::acquire(transport, &options.holder, options.break_lock).await?;
+    let outcome = converge_locked(transport, prepared, options, reporter).await;
+    let released = lock.release(transport).await;
+    let mut outcome = outcome?;
+    released.map_err(ExecError::from)?;
+    outcome.round_trips = transport.round_trips();
+    Ok(outcome)
+}
+
+async fn converge_locked(
     transport: &Transport,
     prepared: &Prepared,
     options: &ApplyOptions<'_>,

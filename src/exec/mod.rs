@@ -8,6 +8,7 @@ mod error;
 mod facts;
 pub mod launch;
 mod node;
+pub mod node_lock;
 mod reporter;
 
 pub use apply::{ApplyContext, StepFailure, StepOutcome, apply_step, verify, written_paths};

@@ -14,6 +14,12 @@ pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 /// The user's home directory, e.g. `/home/ops`; `~/.cache` is the fallback cache root.
 pub const HOME: &str = "HOME";
 
+/// The login name, e.g. `root`; recorded in a node lock as who holds the node.
+pub const USER: &str = "USER";
+
+/// The login name where `USER` is unset (some cron and CI environments).
+pub const LOGNAME: &str = "LOGNAME";
+
 /// The value of an environment variable, `None` when unset, empty or not UTF-8.
 pub fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())

@@ -20,3 +20,18 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// The cache directory's own name under the user's cache root, e.g. `cuda-upgrade`.
 const CACHE_DIR_NAME: &str = "cuda-upgrade";
+
+/// This controller's host name, e.g. `ci-controller` (Linux: `/proc/sys/kernel/hostname`).
+pub fn controller_host() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+}
+
+/// Who runs `upgrade` here, e.g. `root`: `$USER`, else `$LOGNAME`, else `unknown`.
+pub fn controller_user() -> String {
+    env::var(env::USER)
+        .or_else(|| env::var(env::LOGNAME))
+        .unwrap_or_else(|| "unknown".to_string())
+}
