@@ -108,6 +108,11 @@ pub struct SyntaxProblem {
 /// levels; the limit keeps a hostile file from costing stack or time.
 pub const MAX_DEPTH: usize = 64;
 
+/// How many nodes (scalars, sequences, mappings) a document may hold. Schema 1 manifests
+/// hold hundreds; the limit bounds the tree's memory (about 100 bytes a node) whatever
+/// the file holds, e.g. a 16 MiB flow sequence `[1,1,1,…]` of 8 million items.
+pub const MAX_NODES: usize = 200_000;
+
 /// Parse one YAML document. Returns the root (`None` for an empty document) and the
 /// problems found; a scanner error stops parsing, duplicate keys and aliases do not.
 /// A second document is a problem (it would otherwise be ignored), and so is nesting
@@ -121,14 +126,25 @@ pub fn parse(source: &str) -> (Option<Node>, Vec<SyntaxProblem>) {
         ..TreeBuilder::default()
     };
     let mut parser = Parser::new_from_str(source);
-    if let Err(error) = parser.load(&mut builder, true) {
-        builder.problems.push(SyntaxProblem {
-            span: Span::from(*error.marker()),
-            message: format!("invalid YAML: {}", error.info()),
-        });
-        return (None, builder.problems);
+    // Events are pulled one by one (not `Parser::load`) so that parsing stops as soon
+    // as the rest of the file cannot change the outcome.
+    loop {
+        match parser.next_token() {
+            Ok((Event::StreamEnd, _)) => break,
+            Ok((event, marker)) => builder.on_event(event, marker),
+            Err(error) => {
+                builder.problems.push(SyntaxProblem {
+                    span: Span::from(*error.marker()),
+                    message: format!("invalid YAML: {}", error.info()),
+                });
+                return (None, builder.problems);
+            }
+        }
+        if builder.skipping {
+            break;
+        }
     }
-    if builder.too_deep {
+    if builder.too_deep || builder.nodes > MAX_NODES {
         return (None, builder.problems);
     }
     (builder.root, builder.problems)
@@ -162,6 +178,8 @@ struct TreeBuilder<'a> {
     too_deep: bool,
     /// Nesting depth beyond the stack while skipping a too-deep part.
     skipped_depth: usize,
+    /// Nodes seen so far; past [`MAX_NODES`] the rest of the file is skipped.
+    nodes: usize,
 }
 
 impl TreeBuilder<'_> {
@@ -222,6 +240,25 @@ impl MarkedEventReceiver for TreeBuilder<'_> {
         }
         if self.skipping {
             return;
+        }
+        if matches!(
+            event,
+            Event::Scalar(..)
+                | Event::Alias(_)
+                | Event::SequenceStart(..)
+                | Event::MappingStart(..)
+        ) {
+            self.nodes += 1;
+            if self.nodes > MAX_NODES {
+                self.problems.push(SyntaxProblem {
+                    span,
+                    message: format!(
+                        "expected at most {MAX_NODES} values (scalars, sequences and mappings) in a manifest"
+                    ),
+                });
+                self.skipping = true;
+                return;
+            }
         }
         if self.skipped_depth > 0 {
             match event {
@@ -357,11 +394,18 @@ mod tests {
         let (root, problems) = parse(&deep);
         assert!(root.is_none());
         assert_eq!(problems.len(), 1);
-        let keys: String = (0..100_000).map(|i| format!("k{i}: 1\n")).collect();
+        let keys: String = (0..MAX_NODES / 2 - 1)
+            .map(|i| format!("k{i}: 1\n"))
+            .collect();
         let started = std::time::Instant::now();
         let (_, problems) = parse(&keys);
         assert!(problems.is_empty());
         assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        let too_many = format!("[{}1]", "1,".repeat(MAX_NODES));
+        let (root, problems) = parse(&too_many);
+        assert!(root.is_none());
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].message.contains("at most 200000 values"));
     }
 
     #[test]
