@@ -525,17 +525,19 @@ fn the_seed_failures_surface_with_their_cause() {
     );
 }
 
-/// Every file on `node` under `roots` that holds `needle`, as `MODE OWNER:GROUP PATH`.
-fn files_holding(testbed: &Testbed, node: &str, needle: &str, roots: &str) -> Vec<String> {
+/// The only file on `node` that holds `secret` is the env step's root-only secrets file
+/// (every file under `/etc /opt /root /var /usr/local /tmp` searched).
+fn assert_secret_only_in_a_root_only_file(testbed: &Testbed, node: &str, secret: &str) {
     let script = format!(
-        "grep -rlsF -- '{needle}' {roots} 2>/dev/null | while read -r f; do stat -c '%a %U:%G %n' \"$f\"; done; true"
+        "grep -rlsF -- '{secret}' /etc /opt /root /var /usr/local /tmp 2>/dev/null | while read -r f; do stat -c '%a %U:%G %n' \"$f\"; done; true"
     );
-    testbed
-        .ssh_ok(node, &script)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect()
+    let output = testbed.ssh_ok(node, &script).unwrap();
+    let holding: Vec<&str> = output.lines().collect();
+    assert_eq!(holding.len(), 1, "{holding:?}");
+    assert!(
+        holding[0].starts_with("600 root:root /etc/cuda-upgrade/secrets/env-"),
+        "{holding:?}"
+    );
 }
 
 /// See: issue 8, "Done when": a `fresh` node (no toolkit, no environment; Debian's
@@ -602,18 +604,7 @@ fn fresh_node_converges_in_one_apply() {
         layout.trim(),
         format!("symbolic link '{stdlib}' -> '/etc/python3.11/sitecustomize.py'\n644 root:root\n2"),
     );
-    // The secret is only in a root-only file.
-    let holding = files_holding(
-        &testbed,
-        "node0",
-        secret,
-        "/etc /opt /root /var /usr/local /tmp",
-    );
-    assert_eq!(holding.len(), 1, "{holding:?}");
-    assert!(
-        holding[0].starts_with("600 root:root /etc/cuda-upgrade/secrets/env-"),
-        "{holding:?}"
-    );
+    assert_secret_only_in_a_root_only_file(&testbed, "node0", secret);
     let directory = testbed
         .ssh_ok(
             "node0",
@@ -715,17 +706,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
         )
         .unwrap();
     assert_eq!(kept.trim(), "640 root:adm\nsymbolic link\n644 root:root\n3");
-    let holding = files_holding(
-        &testbed,
-        "node0",
-        secret,
-        "/etc /opt /root /var /usr/local /tmp",
-    );
-    assert_eq!(holding.len(), 1, "{holding:?}");
-    assert!(
-        holding[0].starts_with("600 root:root /etc/cuda-upgrade/secrets/"),
-        "{holding:?}"
-    );
+    assert_secret_only_in_a_root_only_file(&testbed, "node0", secret);
     let seen = testbed
         .ssh_ok(
             "node0",
