@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::facts::ProbeRequest;
 use crate::managed_block;
+use crate::manifest::redact_text;
 use crate::steps::{Operation, Placement, Step, Verification};
 use crate::transport::{
     CommandOutput, Expected, FileContent, NodeCommand, Stdin, Transport, WriteSpec, download, mask,
@@ -85,11 +86,13 @@ pub async fn apply_step(
     Ok(StepOutcome::Applied)
 }
 
+/// A failed command as reported: the run's secrets and any credentials in URLs the
+/// node printed (e.g. an index echoing `?token=…`) masked.
 fn failure(operation: String, output: &CommandOutput, secrets: &[&str]) -> StepFailure {
     StepFailure {
-        operation: mask(&operation, secrets),
+        operation: redact_text(&mask(&operation, secrets)),
         status: output.status,
-        detail: mask(&output.tail(TAIL_LINES), secrets),
+        detail: redact_text(&mask(&output.tail(TAIL_LINES), secrets)),
     }
 }
 
