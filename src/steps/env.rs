@@ -282,7 +282,7 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
     }
     let block_reason = match site.and_then(|site| site.managed_block.as_ref()) {
         None if imported => Some(format!(
-            "{shown} (the sitecustomize the interpreter imports) has no managed block"
+            "{shown}, the sitecustomize the interpreter imports, has no managed block"
         )),
         None => Some(format!(
             "the interpreter imports no sitecustomize; {shown} will hold the block"
