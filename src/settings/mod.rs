@@ -29,9 +29,32 @@ pub fn controller_host() -> Option<String> {
         .filter(|name| !name.is_empty())
 }
 
-/// Who runs `upgrade` here, e.g. `root`: `$USER`, else `$LOGNAME`, else `unknown`.
+/// Who runs `upgrade` here, e.g. `root`: `$USER`, else `$LOGNAME`, else the name of
+/// the process's uid in `/etc/passwd`, else `uid 0`.
 pub fn controller_user() -> String {
-    env::var(env::USER)
-        .or_else(|| env::var(env::LOGNAME))
-        .unwrap_or_else(|| "unknown".to_string())
+    if let Some(name) = env::var(env::USER).or_else(|| env::var(env::LOGNAME)) {
+        return name;
+    }
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().next().map(str::to_string))
+        });
+    let Some(uid) = uid else {
+        return "unknown".to_string();
+    };
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|passwd| {
+            passwd.lines().find_map(|line| {
+                let fields: Vec<&str> = line.split(':').collect();
+                (fields.get(2) == Some(&uid.as_str()))
+                    .then(|| fields.first().map(|name| (*name).to_string()))
+                    .flatten()
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
 }
