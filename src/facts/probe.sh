@@ -161,23 +161,83 @@ toolkit_links() {
     return 0
 }
 emit 64 toolkits "" -- toolkit_links
-# toolkit_packages PREFIX: the Debian packages that own PREFIX (`owner` lines) and every
-# installed package of its line, e.g. cuda-*-13-0 and lib*-13-0 for /usr/local/cuda-13.0
-# (`package` lines: name, version, status; dpkg's known-but-not-installed ones left out).
-# NVIDIA's apt packages carry no version.json; their meta packages' version
-# (cuda-toolkit-13-0 or cuda-compiler-13-0 13.0.2-1) names the update.
-toolkit_packages() {
+# toolkit_packages PREFIX: which package manager answered (`manager dpkg` or `manager rpm`),
+# the packages that own files under PREFIX (`owner` lines) and every installed package of
+# its line, e.g. cuda-*-13-0 and lib*-13-0 for /usr/local/cuda-13.0 (`package` lines:
+# name, version, status; dpkg's known-but-not-installed ones left out). dpkg answers where
+# it owns files under PREFIX, else rpm where it does, else whichever of the two exists.
+# NVIDIA's deb and rpm packages carry no version.json; their meta packages' version
+# (cuda-toolkit-13-0 or cuda-compiler-13-0 13.0.2-1) names the update; the rpm ones have
+# the same names and VERSION-RELEASE, e.g. cuda-compiler-12-4-12.4.1-1.x86_64.rpm.
+# See: https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html ("Meta Packages";
+# rpm names and versions: manifests/rules/cuda-updates.yaml, `rpm_source`)
+toolkit_series() {
+    basename -- "$1" | sed -n 's/^cuda-\([0-9][0-9]*\)\.\([0-9][0-9]*\)$/\1-\2/p'
+}
+toolkit_dpkg_owners() {
     dpkg-query -S -- "$1" 2>/dev/null | sed -n '/^diversion/d; s/: .*$//p' | tr ',' '\n' |
         while IFS= read -r owner; do
             owner=$(printf '%s' "$owner" | tr -d ' ')
             [ -n "$owner" ] && printf 'owner\t%s\n' "$owner"
         done
-    series=$(basename -- "$1" | sed -n 's/^cuda-\([0-9][0-9]*\)\.\([0-9][0-9]*\)$/\1-\2/p')
-    if [ -n "$series" ]; then
+    return 0
+}
+toolkit_dpkg_packages() {
+    toolkit_series=$(toolkit_series "$1")
+    if [ -n "$toolkit_series" ]; then
         dpkg-query -W -f='package\t${Package}\t${Version}\t${db:Status-Abbrev}\n' \
-            -- "cuda-*-$series" "cuda-$series" "cuda-*-$series-*" "lib*-$series" 2>/dev/null |
+            -- "cuda-*-$toolkit_series" "cuda-$toolkit_series" "cuda-*-$toolkit_series-*" \
+            "lib*-$toolkit_series" 2>/dev/null |
             awk -F '\t' 'substr($4, 2, 1) != "n"'
     fi
+    return 0
+}
+# rpm's database holds installed packages only (status `installed`). Owners: what owns
+# PREFIX itself (`rpm -qf`, which prints `file ... is not owned by any package` on stdout
+# otherwise) and the packages of the line with a file under PREFIX (rpm need not own the
+# directory; `%{=NAME}` repeats the name for each file of the `[...]` iteration).
+# See: https://rpm-software-management.github.io/rpm/man/rpm.8.html and
+# https://rpm-software-management.github.io/rpm/manual/queryformat.html
+toolkit_rpm_owners() {
+    toolkit_series=$(toolkit_series "$1")
+    {
+        rpm -qf --qf 'owner\t%{NAME}\n' -- "$1" 2>/dev/null
+        if [ -n "$toolkit_series" ]; then
+            rpm -qa --qf '[%{=NAME}\t%{FILENAMES}\n]' -- "cuda-*-$toolkit_series" \
+                "cuda-$toolkit_series" "cuda-*-$toolkit_series-*" "lib*-$toolkit_series" \
+                2>/dev/null |
+                toolkit_prefix="$1" awk -F '\t' \
+                    'index($2, ENVIRON["toolkit_prefix"] "/") == 1 { print "owner\t" $1 }'
+        fi
+    } | awk -F '\t' '$1 == "owner" && NF == 2' | sort -u
+    return 0
+}
+toolkit_rpm_packages() {
+    toolkit_series=$(toolkit_series "$1")
+    if [ -n "$toolkit_series" ]; then
+        rpm -qa --qf 'package\t%{NAME}\t%|EPOCH?{%{EPOCH}:}|%{VERSION}-%{RELEASE}\tinstalled\n' \
+            -- "cuda-*-$toolkit_series" "cuda-$toolkit_series" "cuda-*-$toolkit_series-*" \
+            "lib*-$toolkit_series" 2>/dev/null
+    fi
+    return 0
+}
+toolkit_packages() {
+    toolkit_owners=""
+    if have dpkg-query; then
+        toolkit_owners=$(toolkit_dpkg_owners "$1")
+    fi
+    if [ -z "$toolkit_owners" ] && have rpm; then
+        toolkit_owners=$(toolkit_rpm_owners "$1")
+        if [ -n "$toolkit_owners" ] || ! have dpkg-query; then
+            printf 'manager\trpm\n'
+            [ -n "$toolkit_owners" ] && printf '%s\n' "$toolkit_owners"
+            toolkit_rpm_packages "$1"
+            return 0
+        fi
+    fi
+    printf 'manager\tdpkg\n'
+    [ -n "$toolkit_owners" ] && printf '%s\n' "$toolkit_owners"
+    toolkit_dpkg_packages "$1"
     return 0
 }
 cut -f 2 "$scratch/out" 2>/dev/null | sort -u >"$scratch/prefixes"
@@ -198,12 +258,20 @@ while IFS= read -r prefix; do
     else
         absent toolkit-nvcc "$prefix"
     fi
-    if have dpkg-query; then
-        emit 400 toolkit-dpkg "$prefix" -- toolkit_packages "$prefix"
+    if have dpkg-query || have rpm; then
+        emit 400 toolkit-packages "$prefix" -- toolkit_packages "$prefix"
     else
-        absent toolkit-dpkg "$prefix"
+        absent toolkit-packages "$prefix"
     fi
 done <"$scratch/prefixes"
+# The package tools on the node, e.g. `apt-get` and `dpkg-query`, or `rpm` and `dnf`.
+toolkit_package_tools() {
+    for tool in apt-get dpkg-query rpm dnf yum zypper; do
+        have "$tool" && printf '%s\n' "$tool"
+    done
+    return 0
+}
+emit 10 toolkit-package-tools "" -- toolkit_package_tools
 
 # The target interpreter: one Python program prints everything as one JSON object.
 python_facts() {

@@ -1,9 +1,10 @@
 //! Parsers for installed CUDA toolkits: the `/usr/local/cuda*` entries and where they
-//! point, each toolkit's `version.json` / `version.txt`, its Debian packages (`dpkg-query`)
-//! and `nvcc --version`; and which update each toolkit is, exactly, and how that was
-//! known (`version.json`, else the apt meta package's version, else the nvcc build mapped
-//! by `manifests/rules/cuda-updates.yaml` when exactly one update ships it). It does not
-//! install toolkits nor decide which one a manifest wants.
+//! point, each toolkit's `version.json` / `version.txt`, its packages (Debian's
+//! `dpkg-query`, or `rpm` on RHEL, Rocky, Alma, Fedora and SLES), `nvcc --version` and
+//! the node's package tools; and which update each toolkit is, exactly, and how that was
+//! known (`version.json`, else the version of NVIDIA's deb or rpm meta package, else the
+//! nvcc build mapped by `manifests/rules/cuda-updates.yaml` when exactly one update ships
+//! it). It does not install toolkits nor decide which one a manifest wants.
 //!
 //! See: <https://docs.nvidia.com/cuda/cuda-installation-guide-linux/>
 
@@ -21,6 +22,43 @@ use crate::rules::{AptNaming, NvccMatch, UpdateTable};
 /// See: <https://docs.nvidia.com/cuda/cuda-installation-guide-linux/#post-installation-actions>
 pub const DEFAULT_TOOLKIT_LINK: &str = "/usr/local/cuda";
 
+/// The package manager that answered for a toolkit's prefix (the probe's `manager` line).
+///
+/// NVIDIA ships the same package names for both, e.g. `cuda-compiler-13-0` `13.0.2-1`.
+/// See: <https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html#meta-packages>
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PackageManager {
+    /// Debian's and Ubuntu's `dpkg` (NVIDIA's apt packages).
+    Dpkg,
+    /// `rpm` on RHEL, Rocky, Alma, Fedora, SLES (NVIDIA's rpm packages, installed with
+    /// dnf, yum or zypper).
+    Rpm,
+}
+
+impl PackageManager {
+    /// The tool's name, e.g. `dpkg`: "no dpkg package owns it".
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Dpkg => "dpkg",
+            Self::Rpm => "rpm",
+        }
+    }
+
+    /// What NVIDIA's packages are called on it, e.g. `apt`: "NVIDIA's apt packages".
+    pub fn packages(self) -> &'static str {
+        match self {
+            Self::Dpkg => "apt",
+            Self::Rpm => "rpm",
+        }
+    }
+
+    /// Whether it is rpm.
+    pub fn is_rpm(self) -> bool {
+        self == Self::Rpm
+    }
+}
+
 /// Where a toolkit's version was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -32,6 +70,9 @@ pub enum ToolkitVersionSource {
     /// The installed version of NVIDIA's apt meta package of the toolkit's line, e.g.
     /// `cuda-toolkit-13-0` `13.0.2-1` → `13.0.2`.
     Dpkg,
+    /// The installed version of NVIDIA's rpm meta package of the toolkit's line (`rpm
+    /// -qa`), e.g. `cuda-compiler-13-0` `13.0.2-1` → `13.0.2`.
+    Rpm,
     /// `nvcc --version`'s build, e.g. `V13.0.88`, mapped to the one update that ships it
     /// (`manifests/rules/cuda-updates.yaml`).
     NvccBuildRule,
@@ -46,6 +87,7 @@ impl ToolkitVersionSource {
             Self::VersionJson => "its version.json",
             Self::VersionTxt => "its version.txt",
             Self::Dpkg => "its apt meta package (dpkg)",
+            Self::Rpm => "its rpm meta package",
             Self::NvccBuildRule => "its nvcc build (rules/cuda-updates.yaml)",
             Self::Nvcc => "its nvcc release",
         }
@@ -57,23 +99,25 @@ impl ToolkitVersionSource {
     }
 }
 
-/// A Debian package of a toolkit's line, e.g. `cuda-nvcc-13-0` `13.0.88-1`, installed,
-/// owning files under the prefix.
+/// A package of a toolkit's line (dpkg's or rpm's), e.g. `cuda-nvcc-13-0` `13.0.88-1`,
+/// installed, owning files under the prefix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolkitPackage {
     /// e.g. `cuda-toolkit-13-0`.
     pub name: String,
-    /// The Debian version, e.g. `13.0.2-1`.
+    /// The Debian version, or rpm's `[EPOCH:]VERSION-RELEASE`, e.g. `13.0.2-1`.
     pub version: String,
-    /// Whether dpkg has it installed (status `ii`, not only configuration files left).
+    /// Whether it is installed (dpkg status `ii`, not only configuration files left; every
+    /// package rpm lists is installed).
     pub installed: bool,
-    /// Whether it owns files under the toolkit's prefix (`dpkg-query -S PREFIX`); meta
-    /// packages own none.
+    /// Whether it owns files under the toolkit's prefix (`dpkg-query -S PREFIX`, or rpm's
+    /// file list); meta packages own none.
     pub owns_prefix: bool,
 }
 
 impl ToolkitPackage {
-    /// The upstream part of the Debian version, e.g. `1:13.0.2-1` → `13.0.2`.
+    /// The upstream part of the Debian version (rpm's VERSION), e.g. `1:13.0.2-1` →
+    /// `13.0.2`.
     pub fn upstream_version(&self) -> &str {
         let without_epoch = self
             .version
@@ -99,10 +143,15 @@ pub struct Toolkit {
     pub version_source: Option<ToolkitVersionSource>,
     /// The compiler's own version, e.g. `13.0.88` (from `V13.0.88`).
     pub nvcc_version: Option<CudaVersion>,
-    /// The Debian packages of the toolkit's line (`cuda-*-13-0`), e.g. `cuda-toolkit-13-0`
-    /// `13.0.2-1`; empty where dpkg is absent or nothing is installed from packages.
+    /// The packages of the toolkit's line (`cuda-*-13-0`), e.g. `cuda-toolkit-13-0`
+    /// `13.0.2-1`; empty where neither dpkg nor rpm is there or nothing is installed from
+    /// packages.
     #[serde(default)]
     pub packages: Vec<ToolkitPackage>,
+    /// Which package manager listed [`Toolkit::packages`]; `None` where neither answered
+    /// (and in facts written before it was recorded, when only dpkg was asked).
+    #[serde(default)]
+    pub package_manager: Option<PackageManager>,
     /// Every update that ships [`Toolkit::nvcc_version`] when more than one does, e.g.
     /// `13.0.1` and `13.0.2` for `13.0.88`: the nvcc build cannot tell them apart.
     #[serde(default)]
@@ -110,14 +159,21 @@ pub struct Toolkit {
 }
 
 impl Toolkit {
-    /// Whether Debian packages own the prefix (NVIDIA's apt packages laid it out).
+    /// The package manager that answered for the prefix; dpkg where none is recorded
+    /// (facts from before rpm was asked).
+    pub fn manager(&self) -> PackageManager {
+        self.package_manager.unwrap_or(PackageManager::Dpkg)
+    }
+
+    /// Whether installed packages own the prefix (NVIDIA's apt or rpm packages laid it
+    /// out; [`Toolkit::manager`] says which).
     pub fn package_managed(&self) -> bool {
         self.packages
             .iter()
             .any(|package| package.installed && package.owns_prefix)
     }
 
-    /// The installed apt meta package that names the update, e.g. `cuda-toolkit-13-0`
+    /// The installed meta package that names the update, e.g. `cuda-toolkit-13-0`
     /// `13.0.2-1`, first in the order of `manifests/rules/cuda-updates.yaml`.
     pub fn meta_package(&self, apt: &AptNaming) -> Option<&ToolkitPackage> {
         let from_prefix = self.prefix.file_name().and_then(|name| {
@@ -145,8 +201,10 @@ impl Toolkit {
     /// package (dpkg): cuda-toolkit-13-0 13.0.2-1)`.
     pub fn describe(&self, apt: &AptNaming) -> String {
         let Some(version) = &self.version else {
-            return "no recognizable toolkit (no version.json, no apt meta package, no nvcc)"
-                .to_string();
+            return format!(
+                "no recognizable toolkit (no version.json, no {} meta package, no nvcc)",
+                self.manager().packages()
+            );
         };
         let source = self.version_source.unwrap_or(ToolkitVersionSource::Nvcc);
         let mut text = match source {
@@ -154,7 +212,7 @@ impl Toolkit {
             _ => format!("CUDA {version}"),
         };
         let detail = match source {
-            ToolkitVersionSource::Dpkg => self
+            ToolkitVersionSource::Dpkg | ToolkitVersionSource::Rpm => self
                 .meta_package(apt)
                 .map(|meta| format!(": {} {}", meta.name, meta.version)),
             ToolkitVersionSource::NvccBuildRule | ToolkitVersionSource::Nvcc => self
@@ -187,6 +245,10 @@ pub struct ToolkitFacts {
     pub default_prefix: Option<PathBuf>,
     /// Every toolkit directory, sorted by prefix.
     pub installed: Vec<Toolkit>,
+    /// The package tools the node has, of `apt-get`, `dpkg-query`, `rpm`, `dnf`, `yum`,
+    /// `zypper` (section `toolkit-package-tools`); `None` where not probed.
+    #[serde(default)]
+    pub package_tools: Option<Vec<String>>,
 }
 
 impl ToolkitFacts {
@@ -196,6 +258,21 @@ impl ToolkitFacts {
         self.installed
             .iter()
             .find(|toolkit| toolkit.prefix == prefix)
+    }
+
+    /// Whether the node has package tool `tool`, e.g. `apt-get`; `None` where not probed.
+    pub fn has_package_tool(&self, tool: &str) -> Option<bool> {
+        self.package_tools
+            .as_ref()
+            .map(|tools| tools.iter().any(|found| found == tool))
+    }
+
+    /// The tool that installs and removes rpm packages on the node: `dnf`, `zypper` or
+    /// `yum`, the first the node has; `None` where it has none of them or was not probed.
+    pub fn rpm_front_end(&self) -> Option<&'static str> {
+        ["dnf", "zypper", "yum"]
+            .into_iter()
+            .find(|tool| self.has_package_tool(tool) == Some(true))
     }
 
     /// The toolkit whose real prefix or alias is `prefix`, e.g. `/usr/local/cuda-13.0`.
@@ -255,10 +332,23 @@ pub fn parse_nvcc_version(
     Ok(None)
 }
 
-/// Reads section `toolkit-dpkg PREFIX`: `owner\tPACKAGE` lines (from `dpkg-query -S
-/// PREFIX`) and `package\tNAME\tVERSION\tSTATUS` lines (from `dpkg-query -W`), e.g.
-/// `package\tcuda-toolkit-13-0\t13.0.2-1\tii `.
-pub fn parse_toolkit_packages(text: &str) -> Result<Vec<ToolkitPackage>, FactsError> {
+/// What section `toolkit-packages PREFIX` says: who answered and the packages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageListing {
+    /// The `manager` line's tool; `None` without one (the older `toolkit-dpkg` section).
+    pub manager: Option<PackageManager>,
+    /// The packages of the line, sorted by name.
+    pub packages: Vec<ToolkitPackage>,
+}
+
+/// Reads section `toolkit-packages PREFIX` (or the older `toolkit-dpkg PREFIX`), in one
+/// format for dpkg and rpm: a `manager\tdpkg` or `manager\trpm` line, `owner\tPACKAGE`
+/// lines (dpkg: `dpkg-query -S PREFIX`; rpm: `rpm -qf PREFIX` and the line's packages
+/// with a file under PREFIX) and `package\tNAME\tVERSION\tSTATUS` lines (`dpkg-query -W`,
+/// e.g. `package\tcuda-toolkit-13-0\t13.0.2-1\tii `; `rpm -qa`, e.g.
+/// `package\tcuda-compiler-13-0\t13.0.2-1\tinstalled`).
+pub fn parse_toolkit_package_listing(text: &str) -> Result<PackageListing, FactsError> {
+    let mut manager = None;
     let mut owners: Vec<&str> = Vec::new();
     let mut packages: Vec<ToolkitPackage> = Vec::new();
     for (index, line) in text.lines().enumerate() {
@@ -269,10 +359,13 @@ pub fn parse_toolkit_packages(text: &str) -> Result<Vec<ToolkitPackage>, FactsEr
         let fields: Vec<&str> = line.split('\t').collect();
         match fields.as_slice() {
             [""] => {}
+            ["manager", "dpkg"] => manager = Some(PackageManager::Dpkg),
+            ["manager", "rpm"] => manager = Some(PackageManager::Rpm),
             ["owner", name] => owners.push(name.split(':').next().unwrap_or(name).trim()),
             ["package", name, version, status] => {
                 // `ii `: wanted install, installed. See: https://man7.org/linux/man-pages/man1/dpkg-query.1.html
-                let installed = status.as_bytes().get(1) == Some(&b'i');
+                // `installed`: rpm's database lists installed packages only.
+                let installed = *status == "installed" || status.as_bytes().get(1) == Some(&b'i');
                 if name.is_empty() || version.is_empty() && installed {
                     return Err(invalid());
                 }
@@ -291,12 +384,18 @@ pub fn parse_toolkit_packages(text: &str) -> Result<Vec<ToolkitPackage>, FactsEr
     }
     packages.sort_by(|a, b| a.name.cmp(&b.name));
     packages.dedup_by(|a, b| a.name == b.name);
-    Ok(packages)
+    Ok(PackageListing { manager, packages })
 }
 
-/// The update an installed apt meta package names, e.g. `cuda-toolkit-13-0` `13.0.2-1` →
-/// `13.0.2`; only where packages own the prefix and the version is of the package's line.
-fn dpkg_update(toolkit: &Toolkit, apt: &AptNaming) -> Option<CudaVersion> {
+/// The packages of [`parse_toolkit_package_listing`], without who answered.
+pub fn parse_toolkit_packages(text: &str) -> Result<Vec<ToolkitPackage>, FactsError> {
+    parse_toolkit_package_listing(text).map(|listing| listing.packages)
+}
+
+/// The update an installed deb or rpm meta package names, e.g. `cuda-toolkit-13-0`
+/// `13.0.2-1` → `13.0.2`; only where packages own the prefix and the version is of the
+/// package's line.
+fn package_update(toolkit: &Toolkit, apt: &AptNaming) -> Option<CudaVersion> {
     if !toolkit.package_managed() {
         return None;
     }
@@ -306,10 +405,22 @@ fn dpkg_update(toolkit: &Toolkit, apt: &AptNaming) -> Option<CudaVersion> {
 }
 
 /// Builds the toolkit facts from sections `toolkits`, `toolkit-version-json PREFIX`,
-/// `toolkit-version-txt PREFIX`, `toolkit-dpkg PREFIX` and `toolkit-nvcc PREFIX`.
+/// `toolkit-version-txt PREFIX`, `toolkit-packages PREFIX` (`toolkit-dpkg PREFIX` in older
+/// captures), `toolkit-nvcc PREFIX` and `toolkit-package-tools`.
 pub(crate) fn toolkit_facts(sections: &Sections) -> Result<ToolkitFacts, FactsError> {
     let rules = UpdateTable::embedded().map_err(FactsError::ToolkitRules)?;
-    let mut facts = ToolkitFacts::default();
+    let mut facts = ToolkitFacts {
+        package_tools: sections.succeeded("toolkit-package-tools").map(|section| {
+            section
+                .stdout
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .map(str::to_string)
+                .collect()
+        }),
+        ..ToolkitFacts::default()
+    };
     let Some(listing) = sections.succeeded("toolkits") else {
         return Ok(facts);
     };
@@ -346,6 +457,7 @@ pub(crate) fn toolkit_facts(sections: &Sections) -> Result<ToolkitFacts, FactsEr
             version_source: None,
             nvcc_version: None,
             packages: Vec::new(),
+            package_manager: None,
             nvcc_updates: Vec::new(),
         };
         if let Some(section) = sections
@@ -371,12 +483,21 @@ pub(crate) fn toolkit_facts(sections: &Sections) -> Result<ToolkitFacts, FactsEr
                 .as_ref()
                 .map(|_| ToolkitVersionSource::VersionTxt);
         }
-        if let Some(section) = sections
-            .get_for("toolkit-dpkg", &argument)
-            .filter(|section| section.succeeded())
-        {
-            toolkit.packages = parse_toolkit_packages(&section.stdout)
-                .map_err(|error| error.in_section("toolkit-dpkg"))?;
+        // `toolkit-dpkg`: captures from before rpm was asked, dpkg's without a `manager` line.
+        for (name, legacy) in [
+            ("toolkit-packages", None),
+            ("toolkit-dpkg", Some(PackageManager::Dpkg)),
+        ] {
+            if let Some(section) = sections
+                .get_for(name, &argument)
+                .filter(|section| section.succeeded())
+            {
+                let listing = parse_toolkit_package_listing(&section.stdout)
+                    .map_err(|error| error.in_section(name))?;
+                toolkit.packages = listing.packages;
+                toolkit.package_manager = listing.manager.or(legacy);
+                break;
+            }
         }
         let mut release = None;
         if let Some(section) = sections
@@ -389,10 +510,13 @@ pub(crate) fn toolkit_facts(sections: &Sections) -> Result<ToolkitFacts, FactsEr
             release = Some(nvcc_release);
         }
         if toolkit.version.is_none()
-            && let Some(update) = dpkg_update(&toolkit, rules.apt())
+            && let Some(update) = package_update(&toolkit, rules.apt())
         {
             toolkit.version = Some(update);
-            toolkit.version_source = Some(ToolkitVersionSource::Dpkg);
+            toolkit.version_source = Some(match toolkit.manager() {
+                PackageManager::Dpkg => ToolkitVersionSource::Dpkg,
+                PackageManager::Rpm => ToolkitVersionSource::Rpm,
+            });
         }
         if toolkit.version.is_none()
             && let Some(build) = toolkit.nvcc_version.clone()
@@ -420,6 +544,10 @@ pub(crate) fn toolkit_facts(sections: &Sections) -> Result<ToolkitFacts, FactsEr
 }
 
 #[cfg(test)]
+#[path = "toolkit_rpm_db_tests.rs"]
+mod rpm_db_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::facts::NodeFacts;
@@ -440,6 +568,163 @@ mod tests {
         package\tcuda-nvcc-13-0\t13.0.88-1\tii \n\
         package\tcuda-toolkit-13-0\t13.0.2-1\tii \n\
         package\tcuda-toolkit-13-0-config-common\t13.0.96-1\tii \n";
+
+    /// The real H200 capture's toolkit sections with section `NAME /usr/local/cuda-13.0`
+    /// answered by `body`, and `toolkit-package-tools` by `tools` where given.
+    fn h200_with_section(name: &str, body: &str, tools: Option<&str>) -> ToolkitFacts {
+        let tools = tools
+            .map(|tools| format!("@@begin toolkit-package-tools@@\n{tools}@@end status=0@@\n"))
+            .unwrap_or_default();
+        let probe = fixture("h200.probe.txt").replace(
+            "@@begin python ",
+            &format!(
+                "@@begin {name} /usr/local/cuda-13.0@@\n{body}@@end status=0@@\n{tools}@@begin python "
+            ),
+        );
+        NodeFacts::parse(&probe).unwrap().toolkits
+    }
+
+    /// `toolkit_packages /usr/local/cuda-13.0` on a Rocky Linux 9 node where NVIDIA's rpm
+    /// packages of CUDA 13.0.2 were installed (`dnf install cuda-compiler-13-0
+    /// cuda-libraries-13-0`), as rpm prints it: owners sorted (`sort -u`), packages in
+    /// rpm's database order, `-devel` where Debian says `-dev`, every one `installed`.
+    /// Versions as NVIDIA's 13.0.2 packages carry them (the real H200's, same builds).
+    const RPM_13_0_2: &str = "manager\trpm\n\
+        owner\tcuda-cccl-13-0\n\
+        owner\tcuda-crt-13-0\n\
+        owner\tcuda-cudart-13-0\n\
+        owner\tcuda-cudart-devel-13-0\n\
+        owner\tcuda-nvcc-13-0\n\
+        owner\tcuda-toolkit-13-0-config-common\n\
+        owner\tlibcublas-13-0\n\
+        package\tcuda-toolkit-13-0-config-common\t13.0.96-1\tinstalled\n\
+        package\tcuda-cudart-13-0\t13.0.96-1\tinstalled\n\
+        package\tcuda-cccl-13-0\t13.0.85-1\tinstalled\n\
+        package\tcuda-crt-13-0\t13.0.88-1\tinstalled\n\
+        package\tcuda-nvcc-13-0\t13.0.88-1\tinstalled\n\
+        package\tcuda-cudart-devel-13-0\t13.0.96-1\tinstalled\n\
+        package\tlibcublas-13-0\t13.1.0.3-1\tinstalled\n\
+        package\tcuda-compiler-13-0\t13.0.2-1\tinstalled\n\
+        package\tcuda-libraries-13-0\t13.0.2-1\tinstalled\n";
+
+    #[test]
+    fn rpm_meta_package_names_the_update_and_rpm_is_recorded() {
+        let facts = h200_with_section("toolkit-packages", RPM_13_0_2, Some("rpm\ndnf\n"));
+        let toolkit = facts.default_toolkit().unwrap();
+        assert_eq!(toolkit.version.as_ref().unwrap().to_string(), "13.0.2");
+        assert_eq!(toolkit.version_source, Some(ToolkitVersionSource::Rpm));
+        assert_eq!(toolkit.package_manager, Some(PackageManager::Rpm));
+        assert!(toolkit.package_managed() && toolkit.nvcc_updates.is_empty());
+        assert_eq!(toolkit.packages.len(), 9);
+        assert!(toolkit.packages.iter().all(|package| package.installed));
+        let rules = UpdateTable::embedded().unwrap();
+        assert_eq!(
+            toolkit.describe(rules.apt()),
+            "CUDA 13.0.2 (identified by its rpm meta package: cuda-compiler-13-0 13.0.2-1)"
+        );
+        assert_eq!(facts.has_package_tool("apt-get"), Some(false));
+        assert_eq!(facts.has_package_tool("rpm"), Some(true));
+        assert_eq!(facts.rpm_front_end(), Some("dnf"));
+    }
+
+    #[test]
+    fn rpm_lines_parse_and_bad_ones_are_refused() {
+        let listing = parse_toolkit_package_listing(RPM_13_0_2).unwrap();
+        assert_eq!(listing.manager, Some(PackageManager::Rpm));
+        // Sorted by name whatever rpm's order.
+        assert_eq!(listing.packages[0].name, "cuda-cccl-13-0");
+        let compiler = listing
+            .packages
+            .iter()
+            .find(|p| p.name == "cuda-compiler-13-0")
+            .unwrap();
+        assert!(compiler.installed && !compiler.owns_prefix);
+        assert_eq!(compiler.upstream_version(), "13.0.2");
+        // rpm's `%|EPOCH?{%{EPOCH}:}|%{VERSION}-%{RELEASE}`: an epoch where the package has one.
+        let epoch =
+            parse_toolkit_packages("package\tcuda-toolkit-13-0\t1:13.0.2-1\tinstalled\n").unwrap();
+        assert_eq!(epoch[0].upstream_version(), "13.0.2");
+        assert!(epoch[0].installed);
+        assert!(parse_toolkit_package_listing("manager\tpacman\n").is_err());
+        assert!(parse_toolkit_package_listing("manager\n").is_err());
+        assert!(parse_toolkit_packages("package\tcuda-compiler-13-0\t\tinstalled\n").is_err());
+        assert_eq!(
+            parse_toolkit_package_listing("manager\tdpkg\n").unwrap(),
+            PackageListing {
+                manager: Some(PackageManager::Dpkg),
+                packages: Vec::new()
+            }
+        );
+    }
+
+    #[test]
+    fn an_rpm_node_whose_toolkit_no_package_owns_falls_back_to_nvcc() {
+        // A runfile toolkit on a RHEL node: rpm answers, owns nothing, lists nothing.
+        let facts = h200_with_section("toolkit-packages", "manager\trpm\n", Some("rpm\nyum\n"));
+        let toolkit = facts.default_toolkit().unwrap();
+        assert_eq!(toolkit.package_manager, Some(PackageManager::Rpm));
+        assert!(!toolkit.package_managed());
+        assert_eq!(toolkit.version_source, Some(ToolkitVersionSource::Nvcc));
+        assert_eq!(toolkit.nvcc_updates.len(), 2);
+        assert_eq!(facts.rpm_front_end(), Some("yum"));
+        // rpm's meta package of another line names nothing.
+        let other_line = RPM_13_0_2.replace(
+            "cuda-compiler-13-0\t13.0.2-1",
+            "cuda-compiler-13-0\t12.8.1-1",
+        );
+        let other_line = other_line.replace(
+            "cuda-libraries-13-0\t13.0.2-1",
+            "cuda-libraries-13-0\t12.8.1-1",
+        );
+        let facts = h200_with_section("toolkit-packages", &other_line, None);
+        let toolkit = facts.default_toolkit().unwrap();
+        assert_eq!(toolkit.version_source, Some(ToolkitVersionSource::Nvcc));
+        assert_eq!(facts.package_tools, None);
+        assert_eq!(facts.rpm_front_end(), None);
+    }
+
+    #[test]
+    fn dpkg_answers_in_the_new_section_and_the_old_one_alike() {
+        let rules = UpdateTable::embedded().unwrap();
+        for (name, body) in [
+            ("toolkit-packages", format!("manager\tdpkg\n{APT_13_0_2}")),
+            ("toolkit-dpkg", APT_13_0_2.to_string()),
+        ] {
+            let facts = h200_with_section(name, &body, Some("apt-get\ndpkg-query\n"));
+            let toolkit = facts.default_toolkit().unwrap();
+            assert_eq!(
+                toolkit.package_manager,
+                Some(PackageManager::Dpkg),
+                "{name}"
+            );
+            assert_eq!(toolkit.version_source, Some(ToolkitVersionSource::Dpkg));
+            assert_eq!(
+                toolkit.describe(rules.apt()),
+                "CUDA 13.0.2 (identified by its apt meta package (dpkg): cuda-toolkit-13-0 13.0.2-1)"
+            );
+            assert_eq!(facts.has_package_tool("apt-get"), Some(true));
+            assert_eq!(facts.rpm_front_end(), None);
+        }
+    }
+
+    #[test]
+    fn facts_json_without_the_package_manager_fields_still_reads() {
+        let facts = h200_with_section("toolkit-packages", RPM_13_0_2, Some("rpm\ndnf\n"));
+        let mut json = serde_json::to_value(&facts).unwrap();
+        assert_eq!(json["installed"][0]["package_manager"], "rpm");
+        assert_eq!(json["installed"][0]["version_source"], "rpm");
+        json.as_object_mut().unwrap().remove("package_tools");
+        json["installed"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("package_manager");
+        let old: ToolkitFacts = serde_json::from_value(json).unwrap();
+        assert_eq!(old.package_tools, None);
+        let toolkit = old.default_toolkit().unwrap();
+        assert_eq!(toolkit.package_manager, None);
+        // Facts from before rpm was asked were dpkg's.
+        assert_eq!(toolkit.manager(), PackageManager::Dpkg);
+    }
 
     #[test]
     fn h200_without_version_json_is_release_13_0_and_its_nvcc_build_is_ambiguous() {

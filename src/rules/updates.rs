@@ -1,7 +1,8 @@
-//! CUDA toolkit updates → the nvcc build each ships, and how NVIDIA's apt packages name
-//! and version a toolkit, from `manifests/rules/cuda-updates.yaml`. Identifies a toolkit
-//! that carries no `version.json` (installed from NVIDIA's apt packages, or copied from an
-//! image): never guessing when several updates ship the same nvcc build.
+//! CUDA toolkit updates → the nvcc build each ships, and how NVIDIA's apt packages (and
+//! its rpm packages, named alike) name and version a toolkit, from
+//! `manifests/rules/cuda-updates.yaml`. Identifies a toolkit that carries no
+//! `version.json` (installed from NVIDIA's apt or rpm packages, or copied from an image):
+//! never guessing when several updates ship the same nvcc build.
 
 use serde::Deserialize;
 
@@ -48,6 +49,10 @@ pub struct AptNaming {
     pub revision: String,
     /// Where the naming is documented.
     pub source: String,
+    /// Where the same naming of NVIDIA's rpm packages is documented (RHEL, Rocky, Alma,
+    /// Fedora, SLES): same names and prefix, `VERSION-RELEASE` e.g. `13.0.2-1`.
+    #[serde(default)]
+    pub rpm_source: String,
 }
 
 /// What an nvcc build says about the update it came with.
@@ -284,6 +289,12 @@ mod tests {
         assert_eq!(apt.meta_release("cuda-13-0"), Some(version("13.0")));
         assert_eq!(apt.meta_release("cuda-nvcc-13-0"), None);
         assert!(apt.source.starts_with("https://"));
+        // NVIDIA's rpm packages: the same names, VERSION-RELEASE `13.0.2-1`.
+        assert!(apt.rpm_source.starts_with("https://"));
+        assert_eq!(
+            apt.meta_release("cuda-compiler-13-0"),
+            Some(version("13.0"))
+        );
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! The toolkit step: a CUDA toolkit in its own prefix, installed with NVIDIA's runfile
 //! (side by side with the others) or NVIDIA's apt packages, judged by which update is
-//! installed, identified exactly (its `version.json`, its apt meta package, or its nvcc
-//! build when exactly one update ships it; see [`crate::facts::Toolkit`]), not by the
+//! installed, identified exactly (its `version.json`, its apt or rpm meta package, or its
+//! nvcc build when exactly one update ships it; see [`crate::facts::Toolkit`]), not by the
 //! directory's existence. A toolkit that already is the manifest's update is adopted
-//! whatever installed it; the runfile is never run over a package-managed toolkit.
+//! whatever installed it (NVIDIA's rpm packages included); the runfile is never run over
+//! a package-managed toolkit, and apt never on a node without apt-get.
 
 use std::path::{Path, PathBuf};
 
 use crate::cuda::CudaVersion;
-use crate::facts::{NodeFacts, Toolkit as InstalledToolkit, ToolkitVersionSource};
+use crate::facts::{NodeFacts, Toolkit as InstalledToolkit, ToolkitFacts, ToolkitVersionSource};
 use crate::manifest::{InstallerKind, Toolkit};
 use crate::rules::{AptNaming, UpdateTable};
 use crate::transport::NodeCommand;
@@ -124,10 +125,97 @@ fn adopting_package(found: &InstalledToolkit, apt: &AptNaming, version: &CudaVer
         .unwrap_or_default()
 }
 
+/// How to remove rpm packages on the node, e.g. `dnf remove`; `rpm -e` where the facts
+/// name no dnf, zypper or yum.
+fn rpm_remove(toolkits: &ToolkitFacts) -> String {
+    toolkits
+        .rpm_front_end()
+        .map_or_else(|| "rpm -e".to_string(), |tool| format!("{tool} remove"))
+}
+
+/// The installed packages' names, e.g. `cuda-compiler-13-0 cuda-nvcc-13-0`.
+fn installed_names(found: &InstalledToolkit) -> String {
+    found
+        .packages
+        .iter()
+        .filter(|package| package.installed)
+        .map(|package| package.name.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The exact update `found` was identified as, when it is of `wanted`'s release line:
+/// then `toolkit.version` may name it (the rest of the manifest was written for that line).
+fn adoptable_update<'a>(
+    found: &'a InstalledToolkit,
+    wanted: &CudaVersion,
+) -> Option<&'a CudaVersion> {
+    match (&found.version, found.version_source) {
+        (Some(version), Some(source))
+            if source.is_exact() && version.release() == wanted.release() =>
+        {
+            Some(version)
+        }
+        _ => None,
+    }
+}
+
+/// Why `installer: apt` cannot run on this node: it has no apt-get (an rpm system), or
+/// NVIDIA's rpm packages own the prefix.
+fn apt_unavailable(
+    toolkit: &Toolkit,
+    found: Option<&InstalledToolkit>,
+    toolkits: &ToolkitFacts,
+    apt: &AptNaming,
+) -> Option<String> {
+    let prefix = toolkit.prefix.display().to_string();
+    let rpm_owned = found.filter(|found| found.package_managed() && found.manager().is_rpm());
+    let no_apt_get = toolkits.has_package_tool("apt-get") == Some(false);
+    if !no_apt_get && rpm_owned.is_none() {
+        return None;
+    }
+    let adopt = rpm_owned
+        .and_then(|found| {
+            adoptable_update(found, &toolkit.version).map(|version| {
+                format!(
+                    "; `{prefix}` holds {}: to adopt it, set `toolkit.version: \"{version}\"`",
+                    found.describe(apt)
+                )
+            })
+        })
+        .unwrap_or_default();
+    if no_apt_get {
+        let (manager, rpm_packages) = if toolkits.has_package_tool("rpm") == Some(true) {
+            let with = toolkits
+                .rpm_front_end()
+                .map(|tool| format!(", with {tool}"))
+                .unwrap_or_default();
+            (
+                format!(" (rpm manages its packages{with})"),
+                ", or install NVIDIA's rpm packages with the package manager",
+            )
+        } else {
+            (String::new(), "")
+        };
+        return Some(format!(
+            "`installer: apt` needs apt-get, which this node does not have{manager}: use `installer: runfile` with a `toolkit.prefix` no package owns{rpm_packages}{adopt}"
+        ));
+    }
+    rpm_owned.map(|found| {
+        format!(
+            "`{prefix}` holds {}, installed from NVIDIA's rpm packages; apt would unpack over files rpm owns: remove them first (`{} {}`){adopt}",
+            found.describe(apt),
+            rpm_remove(toolkits),
+            installed_names(found)
+        )
+    })
+}
+
 /// Why `toolkit` cannot be applied over what `found` is, in words that say what to do.
 fn blocked_reason(
     toolkit: &Toolkit,
     found: Option<&InstalledToolkit>,
+    toolkits: &ToolkitFacts,
     apt: &AptNaming,
 ) -> Option<String> {
     let prefix = toolkit.prefix.display().to_string();
@@ -149,17 +237,38 @@ fn blocked_reason(
                 wanted.release()
             ));
         }
+        if let Some(reason) = apt_unavailable(toolkit, found, toolkits, apt) {
+            return Some(reason);
+        }
     }
     let found = found?;
     if is_exactly(found, wanted) {
         return None;
     }
     let identity = found.describe(apt);
+    let manager = found.manager();
     match toolkit.installer {
         InstallerKind::Runfile
             if found.version_source == Some(ToolkitVersionSource::VersionJson) =>
         {
             None
+        }
+        InstallerKind::Runfile if found.package_managed() && manager.is_rpm() => {
+            // No `installer: apt` on an rpm node: adopt it as it is, or keep out of its way.
+            let adopt = adoptable_update(found, wanted)
+                .map(|version| {
+                    format!(
+                        "To adopt it, set `toolkit.version: \"{version}\"` (nothing is then installed); or "
+                    )
+                })
+                .unwrap_or_default();
+            Some(format!(
+                "`{prefix}` holds {identity}, installed from NVIDIA's rpm packages ({}); the runfile is not run over a package-managed toolkit (rpm would no longer know its files). {adopt}install the runfile into another `toolkit.prefix`, e.g. `{prefix}.{}`; or remove the packages with the package manager first (`{} {}`)",
+                package_list(found, apt),
+                wanted.patch().unwrap_or_default(),
+                rpm_remove(toolkits),
+                installed_names(found)
+            ))
         }
         InstallerKind::Runfile if found.package_managed() => {
             let adopt = match (&found.version, found.version_source) {
@@ -179,11 +288,13 @@ fn blocked_reason(
             ))
         }
         InstallerKind::Runfile => Some(format!(
-            "`{prefix}` holds {identity}, installed by other means (no version.json, no dpkg package owns it); the runfile is not run over it: remove it or choose another `toolkit.prefix`, e.g. `{prefix}.{}`",
+            "`{prefix}` holds {identity}, installed by other means (no version.json, no {} package owns it); the runfile is not run over it: remove it or choose another `toolkit.prefix`, e.g. `{prefix}.{}`",
+            manager.name(),
             wanted.patch().unwrap_or_default()
         )),
         InstallerKind::Apt if !found.package_managed() => Some(format!(
-            "`{prefix}` holds {identity}, not installed from apt packages (no dpkg package owns it); apt would unpack over it: uninstall it first (a runfile toolkit has `{prefix}/bin/cuda-uninstaller`) or choose `installer: runfile`"
+            "`{prefix}` holds {identity}, not installed from apt packages (no {} package owns it); apt would unpack over it: uninstall it first (a runfile toolkit has `{prefix}/bin/cuda-uninstaller`) or choose `installer: runfile`",
+            manager.name()
         )),
         InstallerKind::Apt => match (&found.version, found.version_source) {
             (Some(version), Some(source)) if source.is_exact() && version > wanted => {
@@ -253,7 +364,7 @@ pub fn plan(toolkit: &Toolkit, facts: &NodeFacts) -> Step {
     let blocked = if action == Action::NoOp {
         None
     } else {
-        blocked_reason(toolkit, installed, apt)
+        blocked_reason(toolkit, installed, &facts.toolkits, apt)
     };
     Step {
         kind: StepKind::Toolkit,
@@ -307,18 +418,20 @@ pub fn removals(toolkit: &Toolkit, facts: &NodeFacts) -> Vec<Step> {
                 .version
                 .as_ref()
                 .map_or_else(|| "an unknown version".to_string(), |v| format!("CUDA {v}"));
-            // Removing files dpkg owns would leave its database lying.
+            // Removing files dpkg or rpm owns would leave its database lying.
             let blocked = found.package_managed().then(|| {
-                format!(
-                    "`{prefix}` is installed from apt packages; remove them with apt (`apt-get remove --purge {}`), not by deleting the directory",
-                    found
-                        .packages
-                        .iter()
-                        .filter(|package| package.installed)
-                        .map(|package| package.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )
+                if found.manager().is_rpm() {
+                    format!(
+                        "`{prefix}` is installed from rpm packages; remove them with the package manager (`{} {}`), not by deleting the directory",
+                        rpm_remove(&facts.toolkits),
+                        installed_names(found)
+                    )
+                } else {
+                    format!(
+                        "`{prefix}` is installed from apt packages; remove them with apt (`apt-get remove --purge {}`), not by deleting the directory",
+                        installed_names(found)
+                    )
+                }
             });
             Step {
                 kind: StepKind::Toolkit,
@@ -371,6 +484,31 @@ mod tests {
             "@@begin python ",
             &format!(
                 "@@begin toolkit-dpkg /usr/local/cuda-13.0@@\n{dpkg}@@end status=0@@\n@@begin python "
+            ),
+        );
+        NodeFacts::parse(&probe).unwrap()
+    }
+
+    /// The real H200 probe as a Rocky Linux 9 node would answer it: NVIDIA's rpm packages
+    /// of `update` own `/usr/local/cuda-13.0` (`toolkit_packages` output as rpm prints it:
+    /// owners sorted, packages in rpm's database order, `-devel` names, `installed`), and
+    /// the node's package tools are `tools`, e.g. `rpm\ndnf\n`.
+    fn h200_rpm(update: &str, tools: &str) -> NodeFacts {
+        let packages = format!(
+            "manager\trpm\n\
+             owner\tcuda-cudart-13-0\n\
+             owner\tcuda-cudart-devel-13-0\n\
+             owner\tcuda-nvcc-13-0\n\
+             package\tcuda-cudart-13-0\t13.0.96-1\tinstalled\n\
+             package\tcuda-nvcc-13-0\t13.0.88-1\tinstalled\n\
+             package\tcuda-cudart-devel-13-0\t13.0.96-1\tinstalled\n\
+             package\tcuda-compiler-13-0\t{update}-1\tinstalled\n"
+        );
+        let probe = fixture("h200.probe.txt").replace(
+            "@@begin python ",
+            &format!(
+                "@@begin toolkit-packages /usr/local/cuda-13.0@@\n{packages}@@end status=0@@\n\
+                 @@begin toolkit-package-tools@@\n{tools}@@end status=0@@\n@@begin python "
             ),
         );
         NodeFacts::parse(&probe).unwrap()
@@ -565,6 +703,153 @@ mod tests {
                 .blocked
                 .unwrap()
                 .contains("not installed from apt packages")
+        );
+    }
+
+    #[test]
+    fn an_rpm_toolkit_is_identified_adopted_or_explained_without_apt() {
+        let facts = h200_rpm("13.0.2", "rpm\ndnf\n");
+        // The manifest's update: adopted as it is, whatever the installer.
+        for toolkit in [
+            runfile("13.0.2", "/usr/local/cuda-13.0", true),
+            apt("13.0.2"),
+        ] {
+            let step = plan(&toolkit, &facts);
+            assert_eq!(step.action, Action::NoOp, "{step:?}");
+            assert_eq!(
+                step.reason,
+                "`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its rpm meta package: cuda-compiler-13-0 13.0.2-1)"
+            );
+        }
+        assert_eq!(
+            verify(
+                &facts,
+                Path::new("/usr/local/cuda-13.0"),
+                &"13.0.2".parse().unwrap()
+            ),
+            Ok(())
+        );
+        // Another update with the runfile: refused, rpm named, adopting by version offered.
+        let step = plan(&runfile("13.0.1", "/usr/local/cuda-13.0", true), &facts);
+        assert_eq!(step.action, Action::Change);
+        assert_eq!(
+            step.blocked.as_deref(),
+            Some(
+                "`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its rpm meta package: cuda-compiler-13-0 13.0.2-1), installed from NVIDIA's rpm packages (cuda-compiler-13-0 13.0.2-1 and 3 other packages of CUDA 13.0); the runfile is not run over a package-managed toolkit (rpm would no longer know its files). To adopt it, set `toolkit.version: \"13.0.2\"` (nothing is then installed); or install the runfile into another `toolkit.prefix`, e.g. `/usr/local/cuda-13.0.1`; or remove the packages with the package manager first (`dnf remove cuda-compiler-13-0 cuda-cudart-13-0 cuda-cudart-devel-13-0 cuda-nvcc-13-0`)"
+            )
+        );
+        // A toolkit of another line is not offered for adoption by version.
+        let blocked = plan(&runfile("12.8.1", "/usr/local/cuda-13.0", true), &facts)
+            .blocked
+            .unwrap();
+        assert!(
+            !blocked.contains("To adopt it")
+                && blocked.contains("(rpm would no longer know its files)"),
+            "{blocked}"
+        );
+        // zypper on SLES; rpm itself where no front end is known.
+        let blocked = plan(
+            &runfile("13.0.1", "/usr/local/cuda-13.0", true),
+            &h200_rpm("13.0.2", "rpm\nzypper\n"),
+        )
+        .blocked
+        .unwrap();
+        assert!(
+            blocked.contains("(`zypper remove cuda-compiler-13-0 "),
+            "{blocked}"
+        );
+        let blocked = plan(
+            &runfile("13.0.1", "/usr/local/cuda-13.0", true),
+            &h200_rpm("13.0.2", "rpm\n"),
+        )
+        .blocked
+        .unwrap();
+        assert!(
+            blocked.contains("(`rpm -e cuda-compiler-13-0 "),
+            "{blocked}"
+        );
+        for text in ["installer: apt", "dpkg", "apt packages"] {
+            assert!(!blocked.contains(text), "{text}: {blocked}");
+        }
+    }
+
+    #[test]
+    fn apt_is_refused_on_a_node_without_apt_get() {
+        // An older rpm toolkit of the line: apt cannot upgrade it; adopting it is offered.
+        let step = plan(&apt("13.0.2"), &h200_rpm("13.0.1", "rpm\ndnf\n"));
+        assert_eq!(step.action, Action::Change);
+        assert_eq!(
+            step.blocked.as_deref(),
+            Some(
+                "`installer: apt` needs apt-get, which this node does not have (rpm manages its packages, with dnf): use `installer: runfile` with a `toolkit.prefix` no package owns, or install NVIDIA's rpm packages with the package manager; `/usr/local/cuda-13.0` holds CUDA 13.0.1 (identified by its rpm meta package: cuda-compiler-13-0 13.0.1-1): to adopt it, set `toolkit.version: \"13.0.1\"`"
+            )
+        );
+        // A fresh rpm node: nothing to adopt, still refused.
+        let mut fresh = h200_rpm("13.0.2", "rpm\nzypper\n");
+        fresh.toolkits.installed.clear();
+        fresh.toolkits.default_prefix = None;
+        let step = plan(&apt("13.0.2"), &fresh);
+        assert_eq!(step.action, Action::Create);
+        assert!(
+            step.blocked
+                .as_deref()
+                .unwrap()
+                .starts_with("`installer: apt` needs apt-get, which this node does not have (rpm manages its packages, with zypper): use `installer: runfile`"),
+            "{step:?}"
+        );
+        // Both tools (apt-get on an rpm system, or the reverse): apt is not run over rpm's files.
+        let step = plan(&apt("13.0.2"), &h200_rpm("13.0.1", "apt-get\nrpm\ndnf\n"));
+        let blocked = step.blocked.unwrap();
+        assert!(
+            blocked.starts_with("`/usr/local/cuda-13.0` holds CUDA 13.0.1 (identified by its rpm meta package: cuda-compiler-13-0 13.0.1-1), installed from NVIDIA's rpm packages; apt would unpack over files rpm owns: remove them first (`dnf remove cuda-compiler-13-0 "),
+            "{blocked}"
+        );
+        // Neither apt-get nor rpm: only the runfile is offered.
+        let mut bare = h200_rpm("13.0.2", "");
+        bare.toolkits.installed.clear();
+        assert_eq!(
+            plan(&apt("13.0.2"), &bare).blocked.as_deref(),
+            Some(
+                "`installer: apt` needs apt-get, which this node does not have: use `installer: runfile` with a `toolkit.prefix` no package owns"
+            )
+        );
+        // Facts without the tools section (older captures) refuse nothing new.
+        let mut unknown = h200_apt("13.0.1", "13.0.88");
+        unknown.toolkits.package_tools = None;
+        assert!(plan(&apt("13.0.2"), &unknown).blocked.is_none());
+    }
+
+    #[test]
+    fn rpm_toolkits_are_removed_with_the_package_manager_and_unowned_ones_say_rpm() {
+        let removed = removals(
+            &runfile("13.0.1", "/usr/local/cuda-13.0.1", false),
+            &h200_rpm("13.0.2", "rpm\ndnf\n"),
+        );
+        assert_eq!(
+            removed[0].blocked.as_deref(),
+            Some(
+                "`/usr/local/cuda-13.0` is installed from rpm packages; remove them with the package manager (`dnf remove cuda-compiler-13-0 cuda-cudart-13-0 cuda-cudart-devel-13-0 cuda-nvcc-13-0`), not by deleting the directory"
+            )
+        );
+        // A runfile toolkit on an rpm node: rpm answered and owns nothing.
+        let mut unowned = h200_rpm("13.0.2", "rpm\ndnf\n");
+        for toolkit in &mut unowned.toolkits.installed {
+            toolkit.packages.clear();
+            toolkit.version = Some("13.0".parse().unwrap());
+            toolkit.version_source = Some(ToolkitVersionSource::Nvcc);
+        }
+        let blocked = plan(&runfile("13.0.1", "/usr/local/cuda-13.0", true), &unowned)
+            .blocked
+            .unwrap();
+        assert!(
+            blocked.contains("installed by other means (no version.json, no rpm package owns it)"),
+            "{blocked}"
+        );
+        assert!(
+            plan(&apt("13.0.2"), &unowned)
+                .blocked
+                .unwrap()
+                .starts_with("`installer: apt` needs apt-get")
         );
     }
 
