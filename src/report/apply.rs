@@ -2,7 +2,7 @@
 //! output tail and the verification launch, every value escaped for the terminal.
 
 use crate::converge::NodeOutcome;
-use crate::exec::launch::LaunchOutcome;
+use crate::exec::launch::{LaunchFailure, LaunchOutcome};
 
 use super::text_value;
 
@@ -39,7 +39,7 @@ pub fn launch(node: &str, outcome: &LaunchOutcome) -> String {
             out.push_str(&format!(
                 "{}: verification failed: {}\n",
                 text_value(node),
-                text_value(&format!("{failure:?}"))
+                text_value(&describe_failure(failure))
             ));
             for line in last_lines {
                 out.push_str(&format!("      | {}\n", text_value(line)));
@@ -91,3 +91,43 @@ pub fn node(report: &NodeOutcome) -> String {
     ));
     out
 }
+
+/// Why a launch failed, in words, e.g. ``a log line matched `Traceback`: Traceback (most
+/// recent call last):``.
+fn describe_failure(failure: &LaunchFailure) -> String {
+    match failure {
+        LaunchFailure::FailPattern { pattern, line } => {
+            format!("a log line matched `{pattern}`: {line}")
+        }
+        LaunchFailure::Exited => "the server exited before its ready line".to_string(),
+        LaunchFailure::Timeout { seconds } => {
+            format!("no ready line within {seconds} s")
+        }
+        LaunchFailure::Unhealthy { url, detail } => {
+            format!("`{url}` did not answer 200: {detail}")
+        }
+        LaunchFailure::StartFailed { detail } => format!("the server did not start: {detail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_read_as_words() {
+        let outcome = LaunchOutcome::Failed {
+            failure: LaunchFailure::FailPattern {
+                pattern: "Traceback".into(),
+                line: "Traceback (most recent call last):".into(),
+            },
+            last_lines: vec!["the token is ***".into()],
+            pid: Some(7),
+        };
+        assert_eq!(
+            launch("node0", &outcome),
+            "node0: verification failed: a log line matched `Traceback`: Traceback (most recent call last):\n      | the token is ***\n"
+        );
+    }
+}
+
