@@ -366,3 +366,44 @@ async fn writes_refuse_changed_files_and_unsafe_private_directories() {
         .unwrap();
     assert_eq!(mode(&secret), 0o600);
 }
+
+/// A hung command fails its step within its bound, and nothing it started survives.
+#[tokio::test]
+async fn a_hung_command_fails_within_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let transport = Transport::Local(LocalTransport::new());
+    let marker = dir.path().join("still-running");
+    let step = Step {
+        kind: StepKind::PipPins,
+        subject: "test".into(),
+        action: Action::Change,
+        reason: "test".into(),
+        operations: vec![Operation::Run(
+            cuda_upgrade::transport::NodeCommand::new("sh")
+                .arg("-c")
+                .arg("(sleep 5; touch \"$1\") & sleep 60")
+                .arg("hung")
+                .arg(marker.display().to_string())
+                .bounded(std::time::Duration::from_secs(1)),
+        )],
+        verification: None,
+        blocked: None,
+    };
+    let started = std::time::Instant::now();
+    let outcome = apply_step(&transport, &step, &context(dir.path(), Vec::new()))
+        .await
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    let StepOutcome::Failed(failure) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(failure.status, Some(124));
+    assert!(
+        failure.detail.contains("ran past its bound of 1 s"),
+        "{}",
+        failure.detail
+    );
+    // The background child was in the killed process group: it never touches the file.
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    assert!(!marker.exists());
+}

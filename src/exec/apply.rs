@@ -105,7 +105,18 @@ async fn run_operation(
     match operation {
         Operation::Run(command) => {
             let output = transport.run(command, None).await?;
-            Ok((!output.success()).then(|| failure(command.display(), &output, secrets)))
+            Ok((!output.success()).then(|| {
+                let mut failed = failure(command.display(), &output, secrets);
+                // coreutils' `timeout` exits 124 when the bound ran out.
+                if output.status == Some(124) {
+                    failed.detail = format!(
+                        "ran past its bound of {} s and was stopped with its process group\n{}",
+                        command.bound().as_secs(),
+                        failed.detail
+                    );
+                }
+                failed
+            }))
         }
         Operation::Upload {
             path,

@@ -1,5 +1,7 @@
 //! Gathering a node's facts: the probe script in one round trip, then the pure parser.
 
+use std::time::Duration;
+
 use crate::facts::{NodeFacts, PROBE_SCRIPT, ProbeRequest};
 use crate::transport::{NodeCommand, Transport};
 
@@ -11,7 +13,10 @@ pub async fn gather_facts(
     request: &ProbeRequest,
 ) -> Result<NodeFacts, ExecError> {
     let (program, arguments) = request.command();
-    let command = NodeCommand::new(program).args(arguments);
+    // nvidia-smi is bounded at 120 s inside the probe; the rest takes seconds.
+    let command = NodeCommand::new(program)
+        .args(arguments)
+        .bounded(Duration::from_secs(300));
     let output = transport
         .run(&command, Some(PROBE_SCRIPT.as_bytes()))
         .await?;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::facts::NodeFacts;
 use crate::manifest::has_credentials;
 use crate::resolve::{Lock, LockedSource};
-use crate::transport::NodeCommand;
+use crate::transport::{INSTALL_BOUND, NodeCommand};
 
 use super::{Action, Operation, Placement, SECRETS_DIR, STAGING_DIR, Step, StepKind, Verification};
 
@@ -207,6 +207,7 @@ fn install_from(python: &str, index: &str, url: &str, requirements: &Path) -> Ve
                 "--no-input",
             ])
             .args(["--disable-pip-version-check", "--no-cache-dir"])
+            .bounded(INSTALL_BOUND)
     };
     if !has_credentials(url) {
         return vec![Operation::Run(

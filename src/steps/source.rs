@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use crate::facts::NodeFacts;
 use crate::manifest::{GitSource, has_credentials, redact_url};
-use crate::transport::NodeCommand;
+use crate::transport::{INSTALL_BOUND, NodeCommand};
 
 use super::{Action, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
 
@@ -200,7 +200,8 @@ pub fn plan(
                 })
                 .arg(git_url_file)
                 .arg(index_url_file)
-                .args(staged),
+                .args(staged)
+                .bounded(INSTALL_BOUND),
         ));
     }
     Ok(Step {

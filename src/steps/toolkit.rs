@@ -12,7 +12,7 @@ use crate::cuda::CudaVersion;
 use crate::facts::{NodeFacts, Toolkit as InstalledToolkit, ToolkitFacts, ToolkitVersionSource};
 use crate::manifest::{InstallerKind, Toolkit};
 use crate::rules::{AptNaming, UpdateTable};
-use crate::transport::NodeCommand;
+use crate::transport::{INSTALL_BOUND, NodeCommand};
 
 use super::{Action, Operation, STAGING_DIR, Step, StepKind, Verification};
 
@@ -43,7 +43,8 @@ fn operations(toolkit: &Toolkit, apt: &AptNaming) -> Vec<Operation> {
                         .arg("--silent")
                         .arg("--toolkit")
                         .arg(format!("--installpath={}", toolkit.prefix.display()))
-                        .arg("--override"),
+                        .arg("--override")
+                        .bounded(INSTALL_BOUND),
                 ),
                 Operation::Run(NodeCommand::new("rm").arg("-f").arg("--").arg(staged_text)),
             ]
@@ -60,7 +61,8 @@ fn operations(toolkit: &Toolkit, apt: &AptNaming) -> Vec<Operation> {
                         .arg("DEBIAN_FRONTEND=noninteractive")
                         .arg("apt-get")
                         .arg("update")
-                        .arg("-q"),
+                        .arg("-q")
+                        .bounded(INSTALL_BOUND),
                 ),
                 Operation::Run(
                     NodeCommand::new("env")
@@ -70,7 +72,8 @@ fn operations(toolkit: &Toolkit, apt: &AptNaming) -> Vec<Operation> {
                         .arg("-y")
                         .arg("--no-install-recommends")
                         .arg("--")
-                        .arg(pinned),
+                        .arg(pinned)
+                        .bounded(INSTALL_BOUND),
                 ),
             ]
         }

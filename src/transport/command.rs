@@ -8,6 +8,7 @@
 //! a manifest value can never become syntax.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::shell;
 
@@ -41,10 +42,20 @@ impl fmt::Debug for Arg {
     }
 }
 
+/// How long a command may run on a node unless it says otherwise: small file
+/// operations, `ldconfig`, `pip check`, the node lock.
+pub const DEFAULT_BOUND: Duration = Duration::from_secs(600);
+
+/// How long an installation may run on a node: a pip install of a full stack, the
+/// toolkit's runfile or apt packages, a source build, streaming a 4 GiB runfile.
+pub const INSTALL_BOUND: Duration = Duration::from_secs(3600);
+
 /// A command line to run on a node, e.g. `ldconfig -p`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NodeCommand {
     args: Vec<Arg>,
+    /// How long it may run; [`DEFAULT_BOUND`] when `None`.
+    bound: Option<Duration>,
 }
 
 impl NodeCommand {
@@ -52,7 +63,31 @@ impl NodeCommand {
     pub fn new(program: impl Into<String>) -> Self {
         Self {
             args: vec![Arg::Quoted(program.into())],
+            bound: None,
         }
+    }
+
+    /// Let it run for at most `bound` (e.g. 1 h for a pip install); past it the node
+    /// kills its whole process group and the step fails with a timeout.
+    pub fn bounded(mut self, bound: Duration) -> Self {
+        self.bound = Some(bound);
+        self
+    }
+
+    /// How long it may run, e.g. 600 s.
+    pub fn bound(&self) -> Duration {
+        self.bound.unwrap_or(DEFAULT_BOUND)
+    }
+
+    /// The shell line a transport runs: [`NodeCommand::render`] under coreutils'
+    /// `timeout` with this command's bound (its process group is killed, then, 10 s
+    /// later, killed hard), or as is on a node without `timeout`. Not for display.
+    pub fn render_bounded(&self) -> String {
+        let line = shell::quote(&self.render());
+        let seconds = self.bound().as_secs().max(1);
+        format!(
+            "command -v timeout >/dev/null 2>&1 && exec timeout -k 10 {seconds} sh -c {line} || exec sh -c {line}"
+        )
     }
 
     /// Add one quoted argument.
@@ -102,10 +137,14 @@ impl NodeCommand {
         self
     }
 
-    /// Continue with another command after `&&`.
+    /// Continue with another command after `&&` (the longer of the two bounds holds).
     pub fn and(mut self, next: NodeCommand) -> Self {
         self.args.push(Arg::Syntax("&&"));
         self.args.extend(next.args);
+        self.bound = match (self.bound, next.bound) {
+            (Some(first), Some(second)) => Some(first.max(second)),
+            (first, second) => first.or(second),
+        };
         self
     }
 
@@ -182,6 +221,43 @@ mod tests {
             command.render(),
             "ldconfig && echo '$(reboot); '\\''x'\\'''"
         );
+    }
+
+    #[test]
+    fn bounded_lines_run_under_timeout_and_fall_back_without_it() {
+        let command = NodeCommand::new("echo")
+            .arg("it's")
+            .bounded(Duration::from_secs(5));
+        let line = command.render_bounded();
+        assert!(
+            line.starts_with("command -v timeout >/dev/null 2>&1 && exec timeout -k 10 5 sh -c "),
+            "{line}"
+        );
+        for path in ["/usr/bin:/bin", "/nonexistent"] {
+            let output = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(&line)
+                .env("PATH", path)
+                .output()
+                .unwrap();
+            if path == "/nonexistent" {
+                // No `timeout` and no `echo` on PATH: the fallback branch ran.
+                assert!(!output.status.success());
+            } else {
+                assert_eq!(String::from_utf8_lossy(&output.stdout), "it's\n");
+            }
+        }
+        let started = std::time::Instant::now();
+        let hung = NodeCommand::new("sleep")
+            .arg("30")
+            .bounded(Duration::from_secs(1));
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(hung.render_bounded())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(124));
+        assert!(started.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

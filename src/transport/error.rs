@@ -34,6 +34,17 @@ pub enum TransportError {
         #[source]
         source: openssh::Error,
     },
+    /// A command ran past its bound and was given up (its process on the node killed
+    /// with it where the node has `timeout`).
+    #[error("Failed to run `{command}` on `{host}`: no answer within {seconds} s")]
+    Timeout {
+        /// e.g. `node0`.
+        host: String,
+        /// The command as shown to people (secrets masked).
+        command: String,
+        /// How long it was given.
+        seconds: u64,
+    },
     /// A file could not be written; nothing was changed.
     #[error("Failed to write `{path}` on `{host}`: {message}")]
     WriteFile {

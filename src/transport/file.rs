@@ -280,7 +280,12 @@ impl Transport {
                     .as_ref()
                     .map(|dir| dir.display().to_string())
                     .unwrap_or_default(),
-            );
+            )
+            // A streamed file (a runfile of gigabytes) may take long over a slow link.
+            .bounded(match content {
+                Stdin::File(_) => super::INSTALL_BOUND,
+                Stdin::Null | Stdin::Bytes(_) => super::DEFAULT_BOUND,
+            });
         let output = self.run_with(&command, content).await?;
         let failed = |message: String| TransportError::WriteFile {
             host: self.name().to_string(),

@@ -36,7 +36,7 @@ impl LocalTransport {
     ) -> Result<CommandOutput, TransportError> {
         let mut child = Command::new("sh")
             .arg("-c")
-            .arg(command.render())
+            .arg(command.render_bounded())
             .stdin(if matches!(stdin, Stdin::Null) {
                 Stdio::null()
             } else {

@@ -16,10 +16,11 @@ mod ssh;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio::io::AsyncRead;
 
-pub use command::{Arg, NodeCommand, mask};
+pub use command::{Arg, DEFAULT_BOUND, INSTALL_BOUND, NodeCommand, mask};
 pub use error::TransportError;
 pub use file::{BEFORE_IMAGES_DIR, Expected, FileContent, WriteSpec, Written};
 pub use local::LocalTransport;
@@ -144,10 +145,24 @@ impl Transport {
         stdin: Stdin<'_>,
     ) -> Result<CommandOutput, TransportError> {
         self.counter().fetch_add(1, Ordering::Relaxed);
-        match self {
-            Self::Local(local) => local.run(command, stdin).await,
-            Self::Ssh(ssh) => ssh.run(command, stdin).await,
-        }
+        // The node enforces the bound (`timeout`, exit 124); this is the backstop for a
+        // node without `timeout` or a connection that hangs.
+        let backstop = command.bound() + Duration::from_secs(30);
+        let run = async {
+            match self {
+                Self::Local(local) => local.run(command, stdin).await,
+                Self::Ssh(ssh) => ssh.run(command, stdin).await,
+            }
+        };
+        tokio::time::timeout(backstop, run)
+            .await
+            .unwrap_or_else(|_| {
+                Err(TransportError::Timeout {
+                    host: self.name().to_string(),
+                    command: command.display(),
+                    seconds: backstop.as_secs(),
+                })
+            })
     }
 
     /// Start a command and read its stdout as it comes.

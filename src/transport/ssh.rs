@@ -113,7 +113,8 @@ impl SshTransport {
         let _permit = self.sessions.acquire().await.map_err(|_| {
             self.io_error(command, std::io::Error::other("the session pool is closed"))
         })?;
-        let mut remote = Session::to_raw_command(Arc::clone(&self.session), command.render());
+        let mut remote =
+            Session::to_raw_command(Arc::clone(&self.session), command.render_bounded());
         remote
             .stdin(if matches!(stdin, Stdin::Null) {
                 Stdio::null()
