@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
 use crate::exec::node_lock::{LockHolder, NodeLock};
 use crate::exec::{ApplyContext, ExecError, Reporter, StepFailure, StepOutcome, apply_step};
+use crate::plan::NodePlan;
 use crate::resolve::Lock;
 use crate::steps::{Action, Step, StepKind};
 use crate::transport::Transport;
@@ -89,24 +90,11 @@ fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> S
     }
 }
 
-/// Converge one node under its lock: see the module's documentation. The lock is
-/// given back however the node ends; a lock left by a dropped connection stays.
+/// Converge one node: see the module's documentation. The node's lock is taken only
+/// when there is something to do (a step to apply or a verification to launch), so a
+/// converged node costs one round trip; it is given back however the node ends, and a
+/// lock left by a dropped connection stays.
 pub async fn converge_node(
-    transport: &Transport,
-    prepared: &Prepared,
-    options: &ApplyOptions<'_>,
-    reporter: &dyn Reporter,
-) -> Result<NodeOutcome, ConvergeError> {
-    let lock = NodeLock::acquire(transport, &options.holder, options.break_lock).await?;
-    let outcome = converge_locked(transport, prepared, options, reporter).await;
-    let released = lock.release(transport).await;
-    let mut outcome = outcome?;
-    released.map_err(ExecError::from)?;
-    outcome.round_trips = transport.round_trips();
-    Ok(outcome)
-}
-
-async fn converge_locked(
     transport: &Transport,
     prepared: &Prepared,
     options: &ApplyOptions<'_>,
@@ -114,16 +102,8 @@ async fn converge_locked(
 ) -> Result<NodeOutcome, ConvergeError> {
     let started = Instant::now();
     let node = transport.name().to_string();
-    let finish = |ok, steps, verification| NodeOutcome {
-        node: node.clone(),
-        ok,
-        steps,
-        verification,
-        round_trips: transport.round_trips(),
-        seconds: started.elapsed().as_secs_f64(),
-    };
     let facts = super::facts(transport, prepared).await?;
-    let mut lock: Lock = match options.saved {
+    let lock: Lock = match options.saved {
         Some(saved) => {
             let digest = facts.digest()?.to_string();
             if digest != saved.facts_digest {
@@ -148,75 +128,140 @@ async fn converge_locked(
             reason: step.blocked.clone().unwrap_or_default(),
         });
     }
-    let mut steps = Vec::new();
-    for planned in &plan.steps {
-        if planned.action == Action::NoOp {
-            steps.push(record(planned, "no-op", None));
-            continue;
-        }
-        reporter.step(&format!("{node}: {} — {}", planned.kind, planned.reason));
-        // Re-check against fresh facts: the step may have been done meanwhile.
-        let fresh = super::facts(transport, prepared).await?;
-        let replanned =
-            super::plan_for(prepared, &node, &fresh, &lock, &urls, options.hash_command)?;
-        let step = replanned
+    let launches = options.verify && plan.verify.is_some();
+    if plan.is_converged() && !launches {
+        let steps = plan
             .steps
-            .into_iter()
-            .find(|step| step.kind == planned.kind && step.subject == planned.subject)
-            .unwrap_or_else(|| planned.clone());
-        if step.action == Action::NoOp {
-            steps.push(record(&step, "no-op", None));
-            continue;
-        }
-        // Planned anew (e.g. against an interpreter the python-env step just created),
-        // a step can turn out blocked: stop the node before it changes anything more.
-        if let Some(reason) = &step.blocked {
-            return Err(ConvergeError::Blocked {
-                node: node.clone(),
-                step: step.kind.to_string(),
-                reason: reason.clone(),
-            });
-        }
-        match apply_step(transport, &step, options.context).await? {
-            StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),
-            StepOutcome::Applied => {
-                steps.push(record(&step, "applied", None));
-                // A new interpreter: resolve again for what it really is (its version
-                // and tags), unless a saved plan fixed the lock.
-                if step.kind == StepKind::PythonEnv && options.saved.is_none() {
-                    let fresh = super::facts(transport, prepared).await?;
-                    lock = super::lock(prepared, &fresh, options.snapshot)?;
+            .iter()
+            .map(|step| record(step, "no-op", None))
+            .collect();
+        return Ok(NodeOutcome {
+            node,
+            ok: true,
+            steps,
+            verification: None,
+            round_trips: transport.round_trips(),
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    let node_lock = NodeLock::acquire(transport, &options.holder, options.break_lock).await?;
+    let run = Run {
+        transport,
+        prepared,
+        options,
+        reporter,
+        started,
+        urls: &urls,
+    };
+    let outcome = run.execute(&plan, lock).await;
+    let released = node_lock.release(transport).await;
+    let mut outcome = outcome?;
+    released.map_err(ExecError::from)?;
+    outcome.round_trips = transport.round_trips();
+    outcome.seconds = started.elapsed().as_secs_f64();
+    Ok(outcome)
+}
+
+/// One node's apply once its plan is known and its lock is held.
+struct Run<'a> {
+    transport: &'a Transport,
+    prepared: &'a Prepared,
+    options: &'a ApplyOptions<'a>,
+    reporter: &'a dyn Reporter,
+    started: Instant,
+    urls: &'a std::collections::BTreeMap<String, String>,
+}
+
+impl Run<'_> {
+    /// Re-check and apply each step of `plan`, then launch the verification.
+    async fn execute(&self, plan: &NodePlan, mut lock: Lock) -> Result<NodeOutcome, ConvergeError> {
+        let Run {
+            transport,
+            prepared,
+            options,
+            reporter,
+            started,
+            urls,
+        } = *self;
+        let node = transport.name().to_string();
+        let finish = |ok, steps, verification| NodeOutcome {
+            node: node.clone(),
+            ok,
+            steps,
+            verification,
+            round_trips: transport.round_trips(),
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        let mut steps = Vec::new();
+        for planned in &plan.steps {
+            if planned.action == Action::NoOp {
+                steps.push(record(planned, "no-op", None));
+                continue;
+            }
+            reporter.step(&format!("{node}: {} — {}", planned.kind, planned.reason));
+            // Re-check against fresh facts: the step may have been done meanwhile.
+            let fresh = super::facts(transport, prepared).await?;
+            let replanned =
+                super::plan_for(prepared, &node, &fresh, &lock, urls, options.hash_command)?;
+            let step = replanned
+                .steps
+                .into_iter()
+                .find(|step| step.kind == planned.kind && step.subject == planned.subject)
+                .unwrap_or_else(|| planned.clone());
+            if step.action == Action::NoOp {
+                steps.push(record(&step, "no-op", None));
+                continue;
+            }
+            // Planned anew (e.g. against an interpreter the python-env step just created),
+            // a step can turn out blocked: stop the node before it changes anything more.
+            if let Some(reason) = &step.blocked {
+                return Err(ConvergeError::Blocked {
+                    node: node.clone(),
+                    step: step.kind.to_string(),
+                    reason: reason.clone(),
+                });
+            }
+            match apply_step(transport, &step, options.context).await? {
+                StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),
+                StepOutcome::Applied => {
+                    steps.push(record(&step, "applied", None));
+                    // A new interpreter: resolve again for what it really is (its version
+                    // and tags), unless a saved plan fixed the lock.
+                    if step.kind == StepKind::PythonEnv && options.saved.is_none() {
+                        let fresh = super::facts(transport, prepared).await?;
+                        lock = super::lock(prepared, &fresh, options.snapshot)?;
+                    }
+                }
+                StepOutcome::Failed(failure) => {
+                    steps.push(record(&step, "failed", Some(failure)));
+                    reporter.done();
+                    return Ok(finish(false, steps, None));
                 }
             }
-            StepOutcome::Failed(failure) => {
-                steps.push(record(&step, "failed", Some(failure)));
+        }
+        reporter.done();
+        let verification = match (&plan.verify, options.verify) {
+            (Some(verify), true) => {
+                reporter.step(&format!(
+                    "{node}: verification launch — waiting for {:?}",
+                    verify.ready
+                ));
+                let spec = LaunchSpec {
+                    verify: verify.clone(),
+                    pid_file: PathBuf::from(PID_FILE),
+                    python: prepared.manifest.target.python.clone(),
+                    secrets: options.context.secrets.clone(),
+                };
+                let outcome = launch(transport, &spec).await?;
                 reporter.done();
-                return Ok(finish(false, steps, None));
+                Some(outcome)
             }
-        }
+            _ => None,
+        };
+        let ok = !matches!(
+            verification,
+            Some(LaunchOutcome::Failed { .. } | LaunchOutcome::Refused { .. })
+        );
+        Ok(finish(ok, steps, verification))
     }
-    reporter.done();
-    let verification = match (&plan.verify, options.verify) {
-        (Some(verify), true) => {
-            reporter.step(&format!(
-                "{node}: verification launch — waiting for {:?}",
-                verify.ready
-            ));
-            let spec = LaunchSpec {
-                verify: verify.clone(),
-                pid_file: PathBuf::from(PID_FILE),
-                python: prepared.manifest.target.python.clone(),
-                secrets: options.context.secrets.clone(),
-            };
-            let outcome = launch(transport, &spec).await?;
-            reporter.done();
-            Some(outcome)
-        }
-        _ => None,
-    };
-    let ok = !matches!(
-        verification,
-        Some(LaunchOutcome::Failed { .. } | LaunchOutcome::Refused { .. })
-    );
-    Ok(finish(ok, steps, verification))
 }
