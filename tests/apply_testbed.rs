@@ -706,6 +706,54 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
         )
         .unwrap();
     assert_eq!(kept.trim(), "640 root:adm\nsymbolic link\n644 root:root\n3");
+    // The journal: root-only, the run's start, each changed step with the files it
+    // replaced and their before-images, and its end.
+    let journal = testbed
+        .ssh_ok(
+            "node0",
+            "stat -c '%a %U' /var/lib/cuda-upgrade/journal.jsonl; cat /var/lib/cuda-upgrade/journal.jsonl",
+        )
+        .unwrap();
+    let (mode, lines) = journal.split_once('\n').unwrap();
+    assert_eq!(mode, "600 root");
+    let entries: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let events: Vec<String> = entries
+        .iter()
+        .map(|entry| {
+            format!(
+                "{}{}",
+                entry["event"].as_str().unwrap(),
+                entry["step"]["kind"]
+                    .as_str()
+                    .map(|kind| format!(":{kind}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        ["start", "step:ldconfig", "step:env", "end"],
+        "{journal}"
+    );
+    assert_eq!(entries[3]["ok"], true);
+    assert_eq!(
+        entries[1]["written"][0]["real_path"],
+        "/etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf"
+    );
+    assert!(entries[1]["written"][0]["before"].is_string(), "{journal}");
+    let env_written: Vec<&str> = entries[2]["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| file["real_path"].as_str().unwrap())
+        .collect();
+    assert!(
+        env_written.contains(&"/etc/python3.11/sitecustomize.py"),
+        "{journal}"
+    );
     assert_secret_only_in_a_root_only_file(&testbed, "node0", secret);
     let seen = testbed
         .ssh_ok(

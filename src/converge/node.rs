@@ -8,9 +8,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::exec::journal::{self, JournalEntry, JournalEvent, JournalStep, WrittenFile};
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
 use crate::exec::node_lock::{LockHolder, NodeLock};
-use crate::exec::{ApplyContext, ExecError, Reporter, StepFailure, StepOutcome, apply_step};
+use crate::exec::{
+    ApplyContext, ExecError, Reporter, StepFailure, StepOutcome, apply_step_writing,
+};
 use crate::plan::NodePlan;
 use crate::resolve::Lock;
 use crate::steps::{Action, Step, StepKind};
@@ -173,8 +176,69 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// A journal entry of this run.
+    fn entry(&self, event: JournalEvent) -> JournalEntry {
+        let holder = &self.options.holder;
+        JournalEntry {
+            run: format!("{}-{}", holder.started, holder.pid),
+            at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_secs()),
+            event,
+            manifest: self.prepared.manifest.name.clone(),
+            manifest_sha256: self.prepared.sha256.clone(),
+            holder: format!("{} on {}", holder.user, holder.controller),
+            step: None,
+            written: Vec::new(),
+            ok: None,
+        }
+    }
+
+    /// Journal one applied or failed step with what it wrote.
+    async fn journal_step(
+        &self,
+        step: &Step,
+        outcome: &'static str,
+        detail: String,
+        written: &[crate::transport::Written],
+    ) -> Result<(), ConvergeError> {
+        let entry = JournalEntry {
+            step: Some(JournalStep {
+                kind: step.kind.to_string(),
+                subject: step.subject.clone(),
+                outcome: outcome.to_string(),
+                detail,
+            }),
+            written: written.iter().map(WrittenFile::from).collect(),
+            ..self.entry(JournalEvent::Step)
+        };
+        journal::append(self.transport, &entry)
+            .await
+            .map_err(|error| ConvergeError::Exec(error.into()))
+    }
+
+    /// Journal the start, run the steps and the launch, journal the end.
+    async fn execute(&self, plan: &NodePlan, lock: Lock) -> Result<NodeOutcome, ConvergeError> {
+        journal::append(self.transport, &self.entry(JournalEvent::Start))
+            .await
+            .map_err(|error| ConvergeError::Exec(error.into()))?;
+        let outcome = self.steps_and_launch(plan, lock).await?;
+        let end = JournalEntry {
+            ok: Some(outcome.ok),
+            ..self.entry(JournalEvent::End)
+        };
+        journal::append(self.transport, &end)
+            .await
+            .map_err(|error| ConvergeError::Exec(error.into()))?;
+        Ok(outcome)
+    }
+
     /// Re-check and apply each step of `plan`, then launch the verification.
-    async fn execute(&self, plan: &NodePlan, mut lock: Lock) -> Result<NodeOutcome, ConvergeError> {
+    async fn steps_and_launch(
+        &self,
+        plan: &NodePlan,
+        mut lock: Lock,
+    ) -> Result<NodeOutcome, ConvergeError> {
         let Run {
             transport,
             prepared,
@@ -221,9 +285,12 @@ impl Run<'_> {
                     reason: reason.clone(),
                 });
             }
-            match apply_step(transport, &step, options.context).await? {
+            let (outcome, written) = apply_step_writing(transport, &step, options.context).await?;
+            match outcome {
                 StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),
                 StepOutcome::Applied => {
+                    self.journal_step(&step, "applied", step.reason.clone(), &written)
+                        .await?;
                     steps.push(record(&step, "applied", None));
                     // A new interpreter: resolve again for what it really is (its version
                     // and tags), unless a saved plan fixed the lock.
@@ -233,6 +300,8 @@ impl Run<'_> {
                     }
                 }
                 StepOutcome::Failed(failure) => {
+                    let detail = format!("{}: {}", failure.operation, failure.detail);
+                    self.journal_step(&step, "failed", detail, &written).await?;
                     steps.push(record(&step, "failed", Some(failure)));
                     reporter.done();
                     return Ok(finish(false, steps, None));

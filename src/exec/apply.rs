@@ -9,7 +9,8 @@ use crate::managed_block;
 use crate::manifest::redact_text;
 use crate::steps::{Operation, Placement, Step, Verification};
 use crate::transport::{
-    CommandOutput, Expected, FileContent, NodeCommand, Stdin, Transport, WriteSpec, download, mask,
+    CommandOutput, Expected, FileContent, NodeCommand, Stdin, Transport, WriteSpec, Written,
+    download, mask,
 };
 
 use super::{ExecError, gather_facts};
@@ -68,22 +69,36 @@ pub async fn apply_step(
     step: &Step,
     context: &ApplyContext,
 ) -> Result<StepOutcome, ExecError> {
+    apply_step_writing(transport, step, context)
+        .await
+        .map(|(outcome, _)| outcome)
+}
+
+/// [`apply_step`], also returning what its writes replaced (for the journal).
+pub async fn apply_step_writing(
+    transport: &Transport,
+    step: &Step,
+    context: &ApplyContext,
+) -> Result<(StepOutcome, Vec<Written>), ExecError> {
     let secrets: Vec<&str> = context.secrets.iter().map(String::as_str).collect();
     let secrets = secrets.as_slice();
+    let mut written = Vec::new();
     for operation in &step.operations {
-        if let Some(failure) = run_operation(transport, operation, context, secrets).await? {
-            return Ok(StepOutcome::Failed(failure));
+        if let Some(failure) =
+            run_operation(transport, operation, context, secrets, &mut written).await?
+        {
+            return Ok((StepOutcome::Failed(failure), written));
         }
     }
     if step.operations.is_empty() {
-        return Ok(StepOutcome::Unchanged);
+        return Ok((StepOutcome::Unchanged, written));
     }
     if let Some(verification) = &step.verification
         && let Some(failure) = verify(transport, verification, secrets).await?
     {
-        return Ok(StepOutcome::Failed(failure));
+        return Ok((StepOutcome::Failed(failure), written));
     }
-    Ok(StepOutcome::Applied)
+    Ok((StepOutcome::Applied, written))
 }
 
 /// A failed command as reported: the run's secrets and any credentials in URLs the
@@ -101,6 +116,7 @@ async fn run_operation(
     operation: &Operation,
     context: &ApplyContext,
     secrets: &[&str],
+    written: &mut Vec<Written>,
 ) -> Result<Option<StepFailure>, ExecError> {
     match operation {
         Operation::Run(command) => {
@@ -123,9 +139,11 @@ async fn run_operation(
             placement,
             content,
         } => {
-            transport
-                .write_file(Stdin::Bytes(content), &context.spec(*placement, path))
-                .await?;
+            written.push(
+                transport
+                    .write_file(Stdin::Bytes(content), &context.spec(*placement, path))
+                    .await?,
+            );
             Ok(None)
         }
         Operation::Transfer {
@@ -136,9 +154,11 @@ async fn run_operation(
         } => {
             let local = download::fetch(url, sha256, &context.cache_dir).await?;
             let placement = Placement::Staged { mode: *mode };
-            transport
-                .write_file(Stdin::File(&local), &context.spec(placement, path))
-                .await?;
+            written.push(
+                transport
+                    .write_file(Stdin::File(&local), &context.spec(placement, path))
+                    .await?,
+            );
             Ok(None)
         }
         Operation::ReplaceBlock {
@@ -164,7 +184,7 @@ async fn run_operation(
                 expected,
                 ..context.spec(Placement::Public { mode: 0o644 }, path)
             };
-            transport.write_file(Stdin::Bytes(&updated), &spec).await?;
+            written.push(transport.write_file(Stdin::Bytes(&updated), &spec).await?);
             Ok(None)
         }
     }

@@ -6,12 +6,15 @@
 mod apply;
 mod error;
 mod facts;
+pub mod journal;
 pub mod launch;
 mod node;
 pub mod node_lock;
 mod reporter;
 
-pub use apply::{ApplyContext, StepFailure, StepOutcome, apply_step, verify, written_paths};
+pub use apply::{
+    ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, verify, written_paths,
+};
 pub use error::ExecError;
 pub use facts::gather_facts;
 pub use node::{NodeSelection, connect};

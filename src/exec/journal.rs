@@ -1,0 +1,179 @@
+//! The journal on each node: what every apply that changed something did, one JSON
+//! object a line in a root-only file, appended (never rewritten): the run's start, each
+//! applied or failed step with the files it wrote and the digests of their
+//! before-images, and the run's end. Secret values never enter it (step texts are
+//! masked before they get here; secret files are journaled by path only).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::transport::{NodeCommand, Stdin, Transport, TransportError, Written};
+
+/// The journal file on every node.
+pub const JOURNAL: &str = "/var/lib/cuda-upgrade/journal.jsonl";
+
+/// How many of the journal's last lines `read_last` returns at most.
+const READ_LINES: usize = 500;
+
+/// What an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JournalEvent {
+    /// The run took the node's lock and starts changing it.
+    Start,
+    /// A step was applied, or failed.
+    Step,
+    /// The run ended (`ok` says how).
+    End,
+}
+
+/// A file a step wrote, e.g. `/usr/lib/python3.12/sitecustomize.py` →
+/// `/etc/python3.12/sitecustomize.py`, before-image `3f1c…`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenFile {
+    /// The file that was replaced (links resolved).
+    pub real_path: PathBuf,
+    /// The sha256 of its previous content, kept in the before-images directory; `None`
+    /// when the file was new.
+    pub before: Option<String>,
+}
+
+impl From<&Written> for WrittenFile {
+    fn from(written: &Written) -> Self {
+        Self {
+            real_path: written.real_path.clone(),
+            before: written.before_image.clone(),
+        }
+    }
+}
+
+/// One step's result, as the report shows it (secrets masked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalStep {
+    /// e.g. `env`.
+    pub kind: String,
+    /// e.g. `/opt/ml-env/bin/python3`.
+    pub subject: String,
+    /// `applied` or `failed`.
+    pub outcome: String,
+    /// Why the step ran, or why it failed.
+    pub detail: String,
+}
+
+/// One line of the journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// The run, e.g. `1796241671-4242` (start time and controller pid).
+    pub run: String,
+    /// When, in seconds since the Unix epoch.
+    pub at: u64,
+    /// What happened.
+    pub event: JournalEvent,
+    /// The manifest's name, e.g. `sglang-0.5.9-cuda13`.
+    pub manifest: String,
+    /// The manifest file's sha256.
+    pub manifest_sha256: String,
+    /// Who ran it, e.g. `root` on `ci-controller`.
+    pub holder: String,
+    /// For a step entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<JournalStep>,
+    /// The files the step wrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub written: Vec<WrittenFile>,
+    /// For an end entry: whether the run converged the node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+}
+
+/// Append `entry` to the node's journal (created root-only when missing).
+pub async fn append(transport: &Transport, entry: &JournalEntry) -> Result<(), TransportError> {
+    const SCRIPT: &str = r#"set -eu
+journal=$1
+mkdir -p -- "$(dirname -- "$journal")"
+umask 077
+cat >>"$journal"
+"#;
+    let mut line = serde_json::to_vec(entry).unwrap_or_default();
+    line.push(b'\n');
+    let command = NodeCommand::new("sh")
+        .arg("-c")
+        .script("journal-append", SCRIPT)
+        .arg("journal-append")
+        .arg(JOURNAL);
+    let output = transport.run_with(&command, Stdin::Bytes(&line)).await?;
+    if output.success() {
+        Ok(())
+    } else {
+        Err(TransportError::WriteFile {
+            host: transport.name().to_string(),
+            path: JOURNAL.to_string(),
+            message: output.tail(5),
+        })
+    }
+}
+
+/// The journal's last entries, oldest first (lines that do not parse are skipped: a
+/// line cut by a crash mid-append).
+pub async fn read_last(transport: &Transport) -> Result<Vec<JournalEntry>, TransportError> {
+    let command = NodeCommand::new("sh")
+        .arg("-c")
+        .script(
+            "journal-read",
+            "if [ -e \"$1\" ]; then tail -n \"$2\" -- \"$1\"; fi",
+        )
+        .arg("journal-read")
+        .arg(JOURNAL)
+        .arg(READ_LINES.to_string());
+    let output = transport.run(&command, None).await?;
+    if !output.success() {
+        return Err(TransportError::ReadFile {
+            host: transport.name().to_string(),
+            path: JOURNAL.to_string(),
+            message: output.tail(5),
+        });
+    }
+    Ok(output
+        .stdout_text()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::LocalTransport;
+
+    #[test]
+    fn entries_round_trip_and_omit_what_they_do_not_have() {
+        let entry = JournalEntry {
+            run: "1-2".into(),
+            at: 1,
+            event: JournalEvent::Start,
+            manifest: "m".into(),
+            manifest_sha256: "00".into(),
+            holder: "root on c".into(),
+            step: None,
+            written: Vec::new(),
+            ok: None,
+        };
+        let text = serde_json::to_string(&entry).unwrap();
+        assert!(
+            !text.contains("written") && !text.contains("\"ok\""),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<JournalEntry>(&text).unwrap(), entry);
+    }
+
+    #[tokio::test]
+    async fn a_missing_journal_reads_as_empty() {
+        // Only reads: the journal path on this machine is not created.
+        if std::path::Path::new(JOURNAL).exists() {
+            return;
+        }
+        let transport = Transport::Local(LocalTransport::new());
+        assert!(read_last(&transport).await.unwrap().is_empty());
+    }
+}
