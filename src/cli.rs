@@ -35,6 +35,8 @@ pub enum Command {
     Apply(ApplyArgs),
     /// Run only the manifest's verification launch on a node: idle GPUs, detached start, log watched to ready or failure, health, stop.
     Verify(VerifyArgs),
+    /// Whether a node matches a manifest now, and what its last apply did (from the node's journal). Exit 1 when it differs.
+    Status(StatusArgs),
     /// Package indexes: record what resolving a manifest needs, record the sha256 of locked files, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
@@ -150,6 +152,27 @@ pub struct ApplyArgs {
     /// before taking it. Only when that apply is known to be gone.
     #[arg(long)]
     pub break_lock: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
+    pub format: ApplyFormat,
+}
+
+/// `upgrade status MANIFEST (--local | --host H)`
+#[derive(Debug, Args)]
+#[group(id = "status_node", required = true, multiple = false, args = ["local", "host"])]
+pub struct StatusArgs {
+    /// The manifest the node should match.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

@@ -828,4 +828,39 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
         )
         .unwrap();
     assert_eq!(left.trim(), "0", "the lock was not given back");
+
+    // `status`: the node matches the manifest, and its journal's last apply converged it.
+    let status = |extra: &str| {
+        upgrade(
+            &testbed,
+            &[
+                "status",
+                manifest.to_str().unwrap(),
+                "--host",
+                "node0",
+                "--ssh-config",
+                &ssh_config,
+                "--format",
+                extra,
+            ],
+        )
+    };
+    let output = status("text");
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("node0: matches `ubuntu-smoke`")
+            && text(&output).contains("converged")
+            && text(&output).contains("ldconfig applied"),
+        "{}",
+        text(&output)
+    );
+    testbed
+        .ssh_ok("node0", "rm -f /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf")
+        .unwrap();
+    let output = status("json");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["matches"], false);
+    assert_eq!(report["pending"], serde_json::json!(["ldconfig"]));
+    assert_eq!(report["last_run"]["ok"], true);
 }

@@ -10,6 +10,7 @@ mod lock;
 mod node;
 mod plan;
 mod probe;
+mod status;
 mod validate;
 mod verify;
 
@@ -204,5 +205,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Plan(args) => plan::run(&args, printer),
         Command::Apply(args) => apply::run(&args, printer),
         Command::Verify(args) => verify::run(&args, printer),
+        Command::Status(args) => status::run(&args, printer),
     }
 }

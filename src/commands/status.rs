@@ -1,0 +1,195 @@
+//! `upgrade status MANIFEST (--local | --host H)`: whether the node matches the manifest
+//! now (its plan is all no-op), and what the last apply that changed it did, read from
+//! the node's journal. Changes nothing. Exit 0 when it matches, 1 when it differs.
+
+use serde::Serialize;
+
+use crate::cli::{ApplyFormat, StatusArgs};
+use crate::commands::node::{self, NodeChoice, hash_command};
+use crate::commands::{CommandError, ExitStatus, runtime};
+use crate::converge;
+use crate::exec::journal::{self, JournalEntry, JournalEvent};
+use crate::exec::{self};
+use crate::printer::Printer;
+use crate::report::text_value;
+use crate::steps::Action;
+
+/// The last run the journal holds.
+#[derive(Debug, Serialize)]
+struct LastRun {
+    run: String,
+    at: u64,
+    holder: String,
+    manifest: String,
+    manifest_sha256: String,
+    /// `true` converged, `false` failed, `None` interrupted (no end entry).
+    ok: Option<bool>,
+    steps: Vec<JournalEntry>,
+}
+
+#[derive(Debug, Serialize)]
+struct Status {
+    node: String,
+    manifest: String,
+    matches: bool,
+    /// The steps that would change something, e.g. `["ldconfig", "env"]`.
+    pending: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_run: Option<LastRun>,
+}
+
+/// The journal's last run: its entries from the last start on.
+fn last_run(entries: Vec<JournalEntry>) -> Option<LastRun> {
+    let start = entries
+        .iter()
+        .rposition(|entry| entry.event == JournalEvent::Start)?;
+    let mut run = entries.into_iter().skip(start);
+    let first = run.next()?;
+    let rest: Vec<JournalEntry> = run.filter(|entry| entry.run == first.run).collect();
+    let ok = rest
+        .iter()
+        .find(|entry| entry.event == JournalEvent::End)
+        .and_then(|entry| entry.ok);
+    Some(LastRun {
+        run: first.run,
+        at: first.at,
+        holder: first.holder,
+        manifest: first.manifest,
+        manifest_sha256: first.manifest_sha256,
+        ok,
+        steps: rest
+            .into_iter()
+            .filter(|entry| entry.event == JournalEvent::Step)
+            .collect(),
+    })
+}
+
+/// Probe, plan, read the journal, print.
+pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let prepared = converge::prepare(&args.manifest)?;
+    let selection = node::selection(&args.node, &args.ssh);
+    let (node_name, facts, entries) = runtime()?.block_on(async {
+        let transport = exec::connect(&selection).await?;
+        let facts = converge::facts(&transport, &prepared).await?;
+        let entries = journal::read_last(&transport)
+            .await
+            .map_err(exec::ExecError::from)?;
+        Ok::<_, CommandError>((transport.name().to_string(), facts, entries))
+    })?;
+    let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref())?;
+    let urls = converge::index_urls(&prepared.manifest)?;
+    let hash_command = hash_command(
+        &args.manifest,
+        NodeChoice::Probed(&args.node, &args.ssh),
+        args.snapshot.as_deref(),
+    );
+    let plan = converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
+    let status = Status {
+        node: node_name,
+        manifest: prepared.manifest.name.clone(),
+        matches: plan.is_converged(),
+        pending: plan
+            .steps
+            .iter()
+            .filter(|step| step.action != Action::NoOp)
+            .map(|step| step.kind.to_string())
+            .collect(),
+        last_run: last_run(entries),
+    };
+    let text = match args.format {
+        ApplyFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&status)
+                .map_err(|error| CommandError::Output(error.into()))?;
+            text.push('\n');
+            text
+        }
+        ApplyFormat::Text => render(&status),
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(if status.matches {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+fn render(status: &Status) -> String {
+    let node = text_value(&status.node);
+    let mut out = if status.matches {
+        format!(
+            "{node}: matches `{}` (every step a no-op)\n",
+            text_value(&status.manifest)
+        )
+    } else {
+        format!(
+            "{node}: differs from `{}`: {} to change ({})\n",
+            text_value(&status.manifest),
+            status.pending.len(),
+            text_value(&status.pending.join(", "))
+        )
+    };
+    match &status.last_run {
+        None => out.push_str(&format!("{node}: no apply has changed this node\n")),
+        Some(run) => {
+            let ended = match run.ok {
+                Some(true) => "converged",
+                Some(false) => "FAILED",
+                None => "interrupted (no end recorded)",
+            };
+            out.push_str(&format!(
+                "{node}: last apply {} by {} for `{}`: {ended}\n",
+                text_value(&run.run),
+                text_value(&run.holder),
+                text_value(&run.manifest),
+            ));
+            for step in &run.steps {
+                if let Some(detail) = &step.step {
+                    out.push_str(&format!(
+                        "      {} {} — {}\n",
+                        text_value(&detail.kind),
+                        text_value(&detail.outcome),
+                        text_value(&detail.detail)
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(run: &str, event: JournalEvent) -> JournalEntry {
+        JournalEntry {
+            run: run.into(),
+            at: 1,
+            event,
+            manifest: "m".into(),
+            manifest_sha256: "00".into(),
+            holder: "root on c".into(),
+            step: None,
+            written: Vec::new(),
+            ok: (event == JournalEvent::End).then_some(true),
+        }
+    }
+
+    #[test]
+    fn the_last_run_is_read_from_its_start_and_an_interrupted_one_says_so() {
+        let done = vec![
+            entry("1", JournalEvent::Start),
+            entry("1", JournalEvent::Step),
+            entry("1", JournalEvent::End),
+        ];
+        let run = last_run(done.clone()).unwrap();
+        assert_eq!((run.ok, run.steps.len()), (Some(true), 1));
+        let mut interrupted = done;
+        interrupted.push(entry("2", JournalEvent::Start));
+        interrupted.push(entry("2", JournalEvent::Step));
+        let run = last_run(interrupted).unwrap();
+        assert_eq!(run.run, "2");
+        assert_eq!(run.ok, None);
+        assert!(last_run(Vec::new()).is_none());
+    }
+}
