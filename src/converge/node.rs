@@ -217,20 +217,33 @@ impl Run<'_> {
             .map_err(|error| ConvergeError::Exec(error.into()))
     }
 
-    /// Journal the start, run the steps and the launch, journal the end.
+    /// Run the steps and the launch; a run that changes something is journaled from
+    /// its first change (a start entry) to its end (a launch alone leaves no entry, so a
+    /// converged node's files stay as they are).
     async fn execute(&self, plan: &NodePlan, lock: Lock) -> Result<NodeOutcome, ConvergeError> {
-        journal::append(self.transport, &self.entry(JournalEvent::Start))
-            .await
-            .map_err(|error| ConvergeError::Exec(error.into()))?;
-        let outcome = self.steps_and_launch(plan, lock).await?;
-        let end = JournalEntry {
-            ok: Some(outcome.ok),
-            ..self.entry(JournalEvent::End)
-        };
-        journal::append(self.transport, &end)
-            .await
-            .map_err(|error| ConvergeError::Exec(error.into()))?;
+        let mut journaled = false;
+        let outcome = self.steps_and_launch(plan, lock, &mut journaled).await?;
+        if journaled {
+            let end = JournalEntry {
+                ok: Some(outcome.ok),
+                ..self.entry(JournalEvent::End)
+            };
+            journal::append(self.transport, &end)
+                .await
+                .map_err(|error| ConvergeError::Exec(error.into()))?;
+        }
         Ok(outcome)
+    }
+
+    /// Journal the run's start before its first change.
+    async fn journal_start(&self, journaled: &mut bool) -> Result<(), ConvergeError> {
+        if !*journaled {
+            journal::append(self.transport, &self.entry(JournalEvent::Start))
+                .await
+                .map_err(|error| ConvergeError::Exec(error.into()))?;
+            *journaled = true;
+        }
+        Ok(())
     }
 
     /// Re-check and apply each step of `plan`, then launch the verification.
@@ -238,6 +251,7 @@ impl Run<'_> {
         &self,
         plan: &NodePlan,
         mut lock: Lock,
+        journaled: &mut bool,
     ) -> Result<NodeOutcome, ConvergeError> {
         let Run {
             transport,
@@ -285,6 +299,7 @@ impl Run<'_> {
                     reason: reason.clone(),
                 });
             }
+            self.journal_start(journaled).await?;
             let (outcome, written) = apply_step_writing(transport, &step, options.context).await?;
             match outcome {
                 StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),
