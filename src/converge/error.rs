@@ -69,3 +69,9 @@ pub enum ConvergeError {
         reason: String,
     },
 }
+
+impl From<crate::transport::TransportError> for ConvergeError {
+    fn from(error: crate::transport::TransportError) -> Self {
+        Self::Exec(error.into())
+    }
+}

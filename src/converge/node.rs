@@ -11,9 +11,7 @@ use serde::Serialize;
 use crate::exec::journal::{self, JournalEntry, JournalEvent, JournalStep, WrittenFile};
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
 use crate::exec::node_lock::{LockHolder, NodeLock};
-use crate::exec::{
-    ApplyContext, ExecError, Reporter, StepFailure, StepOutcome, apply_step_writing,
-};
+use crate::exec::{ApplyContext, Reporter, StepFailure, StepOutcome, apply_step_writing};
 use crate::plan::NodePlan;
 use crate::resolve::Lock;
 use crate::steps::{Action, Step, StepKind};
@@ -159,7 +157,7 @@ pub async fn converge_node(
     let outcome = run.execute(&plan, lock).await;
     let released = node_lock.release(transport).await;
     let mut outcome = outcome?;
-    released.map_err(ExecError::from)?;
+    released?;
     outcome.round_trips = transport.round_trips();
     outcome.seconds = started.elapsed().as_secs_f64();
     Ok(outcome)
@@ -214,7 +212,7 @@ impl Run<'_> {
         };
         journal::append(self.transport, &entry)
             .await
-            .map_err(|error| ConvergeError::Exec(error.into()))
+            .map_err(ConvergeError::from)
     }
 
     /// Run the steps and the launch; a run that changes something is journaled from
@@ -228,9 +226,7 @@ impl Run<'_> {
                 ok: Some(outcome.ok),
                 ..self.entry(JournalEvent::End)
             };
-            journal::append(self.transport, &end)
-                .await
-                .map_err(|error| ConvergeError::Exec(error.into()))?;
+            journal::append(self.transport, &end).await?;
         }
         Ok(outcome)
     }
@@ -238,9 +234,7 @@ impl Run<'_> {
     /// Journal the run's start before its first change.
     async fn journal_start(&self, journaled: &mut bool) -> Result<(), ConvergeError> {
         if !*journaled {
-            journal::append(self.transport, &self.entry(JournalEvent::Start))
-                .await
-                .map_err(|error| ConvergeError::Exec(error.into()))?;
+            journal::append(self.transport, &self.entry(JournalEvent::Start)).await?;
             *journaled = true;
         }
         Ok(())

@@ -51,31 +51,9 @@ impl LockHolder {
             self.user,
             self.controller,
             self.pid,
-            utc(self.started)
+            crate::calendar::utc(self.started)
         )
     }
-}
-
-/// `seconds` since the epoch as `YYYY-MM-DD HH:MM:SS UTC`.
-fn utc(seconds: u64) -> String {
-    let days = i64::try_from(seconds / 86_400).unwrap_or_default();
-    let rest = seconds % 86_400;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rest / 3_600,
-        rest % 3_600 / 60,
-        rest % 60
-    )
 }
 
 /// A lock this process holds; [`NodeLock::release`] gives it back.
@@ -195,15 +173,4 @@ impl NodeLock {
 fn is_gone_here(holder: &LockHolder) -> bool {
     crate::settings::controller_host().is_some_and(|here| here == holder.controller)
         && !Path::new(&format!("/proc/{}", holder.pid)).exists()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn times_read_as_utc() {
-        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(utc(1_796_240_701), "2026-12-02 19:45:01 UTC");
-    }
 }
