@@ -12,6 +12,7 @@ pub mod cuda;
 pub mod exec;
 pub mod facts;
 pub mod index;
+pub mod inventory;
 pub mod managed_block;
 pub mod manifest;
 pub mod pep508;
