@@ -67,6 +67,28 @@ pub struct SshArgs {
     /// Without it, host keys must already be known (strict checking).
     #[arg(long)]
     pub accept_new_host_keys: bool,
+    /// The longest any one command on a node may run, e.g. `90s` or `20m` (also with
+    /// `--local`); past it the command's process group is killed and the node fails with
+    /// a timeout. Default: 10 min, 1 h for installs.
+    #[arg(long, value_name = "DURATION", value_parser = parse_command_timeout)]
+    pub command_timeout: Option<std::time::Duration>,
+}
+
+fn parse_parallel(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n @ 1..=1024) => Ok(n),
+        _ => Err(format!("`{text}`: between 1 and 1024 nodes at once")),
+    }
+}
+
+fn parse_command_timeout(text: &str) -> Result<std::time::Duration, String> {
+    crate::manifest::parse_duration(text).and_then(|duration| {
+        if duration.is_zero() {
+            Err("a command needs at least `1s`".to_string())
+        } else {
+            Ok(duration)
+        }
+    })
 }
 
 /// `upgrade probe (--local | --host H)`
@@ -129,9 +151,25 @@ pub enum PlanFormat {
     Json,
 }
 
-/// `upgrade apply MANIFEST|PLAN (--local | --host H)`
+/// Which nodes of an inventory a fleet verb works on.
 #[derive(Debug, Args)]
-#[group(id = "apply_node", required = true, multiple = false, args = ["local", "host"])]
+pub struct FleetArgs {
+    /// An inventory: the project's YAML (Ansible's YAML inventory format) or an Ansible
+    /// INI inventory, read unchanged. Host names may be `ssh_config` aliases.
+    #[arg(short = 'i', long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
+    /// Only these hosts or groups, as Ansible's `--limit`: `node1,node2`, `gpu`,
+    /// `node*`, `gpu:!node7`, `gpu:&rack1`, `~node[0-3]$`.
+    #[arg(long, value_name = "PATTERN", requires = "inventory")]
+    pub limit: Option<String>,
+    /// How many nodes are worked on at once (every node is probed at once first).
+    #[arg(long, value_name = "N", default_value_t = crate::fleet::DEFAULT_PARALLEL, value_parser = parse_parallel)]
+    pub parallel: usize,
+}
+
+/// `upgrade apply MANIFEST|PLAN (--local | --host H | -i INVENTORY)`
+#[derive(Debug, Args)]
+#[group(id = "apply_node", required = true, multiple = false, args = ["local", "host", "inventory"])]
 pub struct ApplyArgs {
     /// A manifest, or a plan saved by `upgrade plan -o`.
     #[arg(value_name = "MANIFEST|PLAN")]
@@ -155,6 +193,21 @@ pub struct ApplyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,
+    /// The inventory's nodes.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// With `-i`: once more than this many nodes have failed (`2`, or a share: `10%`),
+    /// no further node starts. Default: every node runs.
+    #[arg(long, value_name = "N|P%", requires = "inventory")]
+    pub max_fail: Option<crate::fleet::Threshold>,
+    /// With `-i`: converge this many nodes (`4`, or `25%`) and finish them before the
+    /// next batch starts (a rolling upgrade). Default: one batch.
+    #[arg(long, value_name = "N|P%", requires = "inventory")]
+    pub batch: Option<crate::fleet::Threshold>,
+    /// With `-i`: where the run's per-node logs and summary go. Default:
+    /// `$XDG_STATE_HOME/cuda-upgrade/runs/RUN` (else `~/.local/state/…`).
+    #[arg(long, value_name = "DIR", requires = "inventory")]
+    pub run_dir: Option<PathBuf>,
 }
 
 /// `upgrade status MANIFEST (--local | --host H)`

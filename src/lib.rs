@@ -11,6 +11,7 @@ pub mod converge;
 pub mod cuda;
 pub mod exec;
 pub mod facts;
+pub mod fleet;
 pub mod index;
 pub mod inventory;
 pub mod managed_block;

@@ -37,6 +37,9 @@ fn read_saved_plan(path: &Path) -> Result<Option<SavedPlan>, CommandError> {
 
 /// Converge the node.
 pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    if args.fleet.inventory.is_some() {
+        return super::fleet::run(args, printer);
+    }
     let saved = read_saved_plan(&args.target)?;
     let manifest_path: PathBuf = saved
         .as_ref()

@@ -5,6 +5,7 @@
 
 mod apply;
 mod diff;
+mod fleet;
 mod index;
 mod lock;
 mod node;
@@ -61,6 +62,9 @@ pub enum CommandError {
     /// An `index` verb failed.
     #[error(transparent)]
     Index(#[from] index::IndexCommandError),
+    /// An inventory could not be read or selects nothing.
+    #[error(transparent)]
+    Inventory(#[from] crate::inventory::InventoryError),
     /// A node could not be worked on.
     #[error(transparent)]
     Exec(#[from] crate::exec::ExecError),
@@ -171,6 +175,7 @@ impl CommandError {
             | Self::PipConfig(_)
             | Self::Plan(_)
             | Self::PlanFile { .. }
+            | Self::Inventory(_)
             | Self::Refused(_)
             | Self::NoVerify { .. } => ExitStatus::InvalidInput,
             Self::Resolve(ResolveError::Solver { .. })

@@ -15,6 +15,7 @@ pub fn selection(node: &NodeArgs, ssh: &SshArgs) -> NodeSelection {
         ssh_config,
         known_hosts,
         accept_new_host_keys,
+        command_timeout,
     } = ssh;
     match (local, host) {
         (_, Some(host)) => NodeSelection::Host {
@@ -28,9 +29,12 @@ pub fn selection(node: &NodeArgs, ssh: &SshArgs) -> NodeSelection {
                     HostKeyPolicy::Strict
                 },
                 connect_timeout: None,
+                command_timeout: *command_timeout,
             },
         },
-        (_, None) => NodeSelection::Local,
+        (_, None) => NodeSelection::Local {
+            command_timeout: *command_timeout,
+        },
     }
 }
 
@@ -108,6 +112,7 @@ mod tests {
             ssh_config: Some(PathBuf::from("/tmp/tb/ssh_config")),
             known_hosts: None,
             accept_new_host_keys: true,
+            command_timeout: None,
         };
         assert_eq!(
             hash_command(manifest, NodeChoice::Probed(&node, &ssh), None),
@@ -121,6 +126,7 @@ mod tests {
             ssh_config: None,
             known_hosts: None,
             accept_new_host_keys: false,
+            command_timeout: None,
         };
         assert_eq!(
             hash_command(manifest, NodeChoice::Probed(&local, &none), None),

@@ -172,6 +172,8 @@ mod tests {
             step: None,
             written: Vec::new(),
             ok: (event == JournalEvent::End).then_some(true),
+            environment: None,
+            undoes: None,
         }
     }
 

@@ -14,7 +14,7 @@ mod error;
 mod node;
 
 pub use error::ConvergeError;
-pub use node::{ApplyOptions, NodeOutcome, StepRecord, converge_node};
+pub use node::{ApplyOptions, NodeOutcome, StepRecord, converge_node, converge_probed};
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -68,17 +68,47 @@ pub struct Prepared {
     pub env: Vec<ResolvedVar>,
 }
 
+impl Prepared {
+    /// The manifest as one inventory host sees it: `python` replaces `target.python`,
+    /// and `from_env` values are looked up in `vars` before the controller's environment.
+    pub fn for_host(
+        &self,
+        python: Option<&Path>,
+        vars: &BTreeMap<String, String>,
+    ) -> Result<Prepared, ConvergeError> {
+        let mut manifest = self.manifest.clone();
+        if let Some(python) = python {
+            manifest.target.python = python.to_path_buf();
+        }
+        let env = resolve(&manifest.env, |name| {
+            vars.get(name).cloned().or_else(|| env::var(name))
+        })
+        .map_err(ConvergeError::Env)?;
+        Ok(Prepared {
+            manifest,
+            path: self.path.clone(),
+            sha256: self.sha256.clone(),
+            env,
+        })
+    }
+}
+
 /// Load a manifest and resolve its `from_env` values.
 pub fn prepare(path: &Path) -> Result<Prepared, ConvergeError> {
+    load(path)?.for_host(None, &BTreeMap::new())
+}
+
+/// Load a manifest, its `from_env` values not yet resolved (each inventory host may
+/// supply its own: [`Prepared::for_host`]).
+pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {
     let text = manifest::read_text(path)?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let manifest = manifest::load_str(&text, &path.display().to_string(), Some(&base))?;
-    let env = resolve(&manifest.env, env::var).map_err(ConvergeError::Env)?;
     Ok(Prepared {
         sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes())),
         manifest,
         path: path.to_path_buf(),
-        env,
+        env: Vec::new(),
     })
 }
 

@@ -102,8 +102,21 @@ pub async fn converge_node(
     reporter: &dyn Reporter,
 ) -> Result<NodeOutcome, ConvergeError> {
     let started = Instant::now();
-    let node = transport.name().to_string();
     let facts = super::facts(transport, prepared).await?;
+    converge_probed(transport, prepared, facts, started, options, reporter).await
+}
+
+/// [`converge_node`] once the node's facts are known (a fleet probes every node first),
+/// `started` when its probe began.
+pub async fn converge_probed(
+    transport: &Transport,
+    prepared: &Prepared,
+    facts: crate::facts::NodeFacts,
+    started: Instant,
+    options: &ApplyOptions<'_>,
+    reporter: &dyn Reporter,
+) -> Result<NodeOutcome, ConvergeError> {
+    let node = transport.name().to_string();
     let lock: Lock = match options.saved {
         Some(saved) => {
             let digest = facts.digest()?.to_string();
@@ -189,6 +202,8 @@ impl Run<'_> {
             step: None,
             written: Vec::new(),
             ok: None,
+            environment: None,
+            undoes: None,
         }
     }
 

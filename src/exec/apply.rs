@@ -127,7 +127,10 @@ async fn run_operation(
                 if output.status == Some(124) {
                     failed.detail = format!(
                         "ran past its bound of {} s and was stopped with its process group\n{}",
-                        command.bound().as_secs(),
+                        transport
+                            .command_timeout()
+                            .map_or(command.bound(), |cap| cap.min(command.bound()))
+                            .as_secs(),
                         failed.detail
                     );
                 }

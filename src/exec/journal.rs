@@ -26,6 +26,23 @@ pub enum JournalEvent {
     Step,
     /// The run ended (`ok` says how).
     End,
+    /// Before the run's first change to the Python environment: its packages then
+    /// (`environment`), what a rollback returns it to.
+    Environment,
+    /// A rollback undid the run named in `undoes`.
+    RolledBack,
+}
+
+/// The Python environment before a run changed it: `pip freeze --all` kept as a
+/// before-image, and the indexes its packages can be installed from again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvironmentImage {
+    /// The interpreter, e.g. `/opt/ml-env/bin/python3`.
+    pub python: PathBuf,
+    /// The sha256 of its `pip freeze --all` output, kept in the before-images directory.
+    pub freeze: String,
+    /// The manifest's index URLs (credentials masked: a masked URL is not used again).
+    pub index_urls: Vec<String>,
 }
 
 /// A file a step wrote, e.g. `/usr/lib/python3.12/sitecustomize.py` →
@@ -37,6 +54,9 @@ pub struct WrittenFile {
     /// The sha256 of its previous content, kept in the before-images directory; `None`
     /// when the file was new.
     pub before: Option<String>,
+    /// The sha256 of what the step wrote (absent in entries of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 impl From<&Written> for WrittenFile {
@@ -44,6 +64,7 @@ impl From<&Written> for WrittenFile {
         Self {
             real_path: written.real_path.clone(),
             before: written.before_image.clone(),
+            after: Some(written.after.clone()),
         }
     }
 }
@@ -85,6 +106,12 @@ pub struct JournalEntry {
     /// For an end entry: whether the run converged the node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ok: Option<bool>,
+    /// For an environment entry: the environment before the run changed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<EnvironmentImage>,
+    /// For a rolled-back entry: the run that was undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<String>,
 }
 
 /// Append `entry` to the node's journal (created root-only when missing).
@@ -158,6 +185,8 @@ mod tests {
             step: None,
             written: Vec::new(),
             ok: None,
+            environment: None,
+            undoes: None,
         };
         let text = serde_json::to_string(&entry).unwrap();
         assert!(

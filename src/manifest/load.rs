@@ -1765,7 +1765,7 @@ pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Parse `90s`, `10m`, `1h30m`, `500ms`, at most [`MAX_DURATION`]. On failure,
 /// returns a hint.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let duration = parse_duration_unbounded(text)?;
     if duration > MAX_DURATION {
         return Err("a duration is at most 7 days (`168h`)".to_string());

@@ -13,7 +13,8 @@ pub use diff::{Change, DiffEntry, ManifestDiff, Section, VersionDirection, diff}
 pub use error::{Diagnostic, ManifestError};
 pub(crate) use load::is_bidi_control;
 pub use load::{
-    MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, load, load_file, load_str, read_text,
+    MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, load, load_file, load_str, parse_duration,
+    read_text,
 };
 pub use model::*;
 pub use redact::{MASK, has_credentials, redact_text, redact_url};

@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod diff;
 pub mod facts;
+pub mod fleet;
 pub mod validate;
 
 use std::error::Error;

@@ -11,6 +11,10 @@ pub const PIP_INDEX_URL: &str = "PIP_INDEX_URL";
 /// The user's cache root (XDG base directories), e.g. `/home/ops/.cache`.
 pub const XDG_CACHE_HOME: &str = "XDG_CACHE_HOME";
 
+/// The user's state root (XDG base directories), e.g. `/home/ops/.local/state`; fleet
+/// runs keep their logs below it.
+pub const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
+
 /// The user's home directory, e.g. `/home/ops`; `~/.cache` is the fallback cache root.
 pub const HOME: &str = "HOME";
 

@@ -18,6 +18,15 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     env::var(env::HOME).map(|home| PathBuf::from(home).join(".cache").join(CACHE_DIR_NAME))
 }
 
+/// Where fleet runs keep their logs: `$XDG_STATE_HOME/cuda-upgrade/runs`, else
+/// `$HOME/.local/state/cuda-upgrade/runs`; `None` when neither variable is set.
+pub fn default_runs_dir() -> Option<PathBuf> {
+    let state = env::var(env::XDG_STATE_HOME)
+        .map(PathBuf::from)
+        .or_else(|| env::var(env::HOME).map(|home| PathBuf::from(home).join(".local/state")))?;
+    Some(state.join(CACHE_DIR_NAME).join("runs"))
+}
+
 /// The cache directory's own name under the user's cache root, e.g. `cuda-upgrade`.
 const CACHE_DIR_NAME: &str = "cuda-upgrade";
 

@@ -81,12 +81,20 @@ impl NodeCommand {
 
     /// The shell line a transport runs: [`NodeCommand::render`] under coreutils'
     /// `timeout` with this command's bound (its process group is killed, then, 10 s
-    /// later, killed hard), or as is on a node without `timeout`. Not for display.
+    /// later, killed hard), or as is on a node without `timeout`. A watchdog ends the
+    /// command when the process that started it (`sshd`'s session, which ends with the
+    /// connection, or the local `upgrade`) is gone, so nothing is left running on a node
+    /// after a dropped connection; a detached server (`setsid`) is outside its group.
+    /// Not for display.
     pub fn render_bounded(&self) -> String {
         let line = shell::quote(&self.render());
         let seconds = self.bound().as_secs().max(1);
         format!(
-            "command -v timeout >/dev/null 2>&1 && exec timeout -k 10 {seconds} sh -c {line} || exec sh -c {line}"
+            "command -v timeout >/dev/null 2>&1 || exec sh -c {line}; \
+             parent=$PPID; exec 3<&0; \
+             timeout -k 10 {seconds} sh -c {line} <&3 3<&- & job=$!; exec 3<&-; \
+             ( while kill -0 \"$parent\" 2>/dev/null; do sleep 1; done; kill -TERM \"$job\" 2>/dev/null ) </dev/null >/dev/null 2>&1 & watch=$!; \
+             wait \"$job\"; status=$?; kill \"$watch\" 2>/dev/null; exit \"$status\""
         )
     }
 
@@ -230,7 +238,8 @@ mod tests {
             .bounded(Duration::from_secs(5));
         let line = command.render_bounded();
         assert!(
-            line.starts_with("command -v timeout >/dev/null 2>&1 && exec timeout -k 10 5 sh -c "),
+            line.starts_with("command -v timeout >/dev/null 2>&1 || exec sh -c ")
+                && line.contains("timeout -k 10 5 sh -c "),
             "{line}"
         );
         for path in ["/usr/bin:/bin", "/nonexistent"] {
@@ -258,6 +267,41 @@ mod tests {
             .unwrap();
         assert_eq!(output.status.code(), Some(124));
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_command_dies_with_the_process_that_started_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let command = NodeCommand::new("sh")
+            .arg("-c")
+            .arg("echo $$ > \"$1\"; exec sleep 60")
+            .arg("hung")
+            .arg(pid_file.display().to_string());
+        // The starter (standing in for sshd's session) leaves after half a second.
+        let mut starter = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("sh -c \"$1\" </dev/null >/dev/null 2>&1 & sleep 0.5")
+            .arg("starter")
+            .arg(command.render_bounded())
+            .spawn()
+            .unwrap();
+        starter.wait().unwrap();
+        let started = std::time::Instant::now();
+        let alive = |pid: &str| std::path::Path::new(&format!("/proc/{pid}")).exists();
+        let mut pid = String::new();
+        while started.elapsed() < Duration::from_secs(10) {
+            pid = std::fs::read_to_string(&pid_file)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            if !pid.is_empty() && !alive(&pid) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(!pid.is_empty(), "the command never started");
+        assert!(!alive(&pid), "`sleep 60` outlived its starter by 10 s");
     }
 
     #[test]

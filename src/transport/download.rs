@@ -57,6 +57,19 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> DownloadError + '_ {
     }
 }
 
+/// The lock of one cache file's download in this process.
+fn in_flight(path: &Path) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    static FLIGHTS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<PathBuf, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+    > = std::sync::OnceLock::new();
+    let flights = FLIGHTS.get_or_init(Default::default);
+    let mut flights = match flights.lock() {
+        Ok(flights) => flights,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    std::sync::Arc::clone(flights.entry(path.to_path_buf()).or_default())
+}
+
 /// Hash a file, e.g. to check a cached copy.
 pub async fn sha256_of(path: &Path) -> std::io::Result<String> {
     use tokio::io::AsyncReadExt;
@@ -85,6 +98,10 @@ pub async fn fetch(
         .filter(|name| !name.is_empty())
         .unwrap_or("download");
     let final_path = cache_dir.join(format!("{}-{name}", &sha256.as_str()[..16]));
+    // Nodes of a fleet fetch the same file at once: one download, the others wait for it
+    // and find it verified in the cache.
+    let flight = in_flight(&final_path);
+    let _flight = flight.lock().await;
     if final_path.is_file() && sha256_of(&final_path).await.ok().as_deref() == Some(sha256.as_str())
     {
         return Ok(final_path);
@@ -92,7 +109,8 @@ pub async fn fetch(
     tokio::fs::create_dir_all(cache_dir)
         .await
         .map_err(io(cache_dir))?;
-    let partial = final_path.with_extension("partial");
+    // A name of this process's own: another process may be fetching the same file.
+    let partial = final_path.with_extension(format!("partial.{}", std::process::id()));
     let mut hasher = Sha256::new();
     let mut out = tokio::fs::File::create(&partial)
         .await

@@ -78,6 +78,9 @@ pub struct Written {
     /// The sha256 of the previous content, kept as `<before_images>/<sha256>`; `None`
     /// when the file was new (or no before-image was asked for).
     pub before_image: Option<String>,
+    /// The sha256 of the content written, e.g. for a rollback to check that nobody
+    /// changed the file since.
+    pub after: String,
 }
 
 /// A file's content as read from a node.
@@ -214,9 +217,11 @@ cat >"$temporary"
 chown -- "$uid:$gid" "$temporary"
 chmod -- "$mode" "$temporary"
 sync -- "$temporary" 2>/dev/null || true
+sum=$(sha256sum -- "$temporary")
+after=${sum%% *}
 mv -f -- "$temporary" "$target"
 trap - EXIT
-printf 'wrote\t%s\t%s\n' "$target" "$before"
+printf 'wrote\t%s\t%s\t%s\n' "$target" "$before" "$after"
 "#;
 
 impl Transport {
@@ -298,10 +303,11 @@ impl Transport {
         let text = output.stdout_text();
         let line = text.lines().last().unwrap_or_default();
         let mut fields = line.split('\t');
-        match (fields.next(), fields.next(), fields.next()) {
-            (Some("wrote"), Some(real_path), Some(before)) => Ok(Written {
+        match (fields.next(), fields.next(), fields.next(), fields.next()) {
+            (Some("wrote"), Some(real_path), Some(before), Some(after)) => Ok(Written {
                 real_path: PathBuf::from(real_path),
                 before_image: (!before.is_empty()).then(|| before.to_string()),
+                after: after.to_string(),
             }),
             _ => Err(failed(format!("unexpected answer `{line}`"))),
         }

@@ -13,12 +13,22 @@ use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, Trans
 #[derive(Debug, Default)]
 pub struct LocalTransport {
     pub(super) round_trips: AtomicU64,
+    /// `--command-timeout`: the longest any one command may run.
+    pub(super) command_timeout: Option<std::time::Duration>,
 }
 
 impl LocalTransport {
     /// A transport for this machine.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A transport for this machine whose commands run at most `limit` each.
+    pub fn with_command_timeout(limit: Option<std::time::Duration>) -> Self {
+        Self {
+            command_timeout: limit,
+            ..Self::default()
+        }
     }
 
     fn error(command: &NodeCommand, source: std::io::Error) -> TransportError {

@@ -145,6 +145,15 @@ impl Transport {
         stdin: Stdin<'_>,
     ) -> Result<CommandOutput, TransportError> {
         self.counter().fetch_add(1, Ordering::Relaxed);
+        // `--command-timeout` shortens every bound longer than it.
+        let capped;
+        let command = match self.command_timeout() {
+            Some(cap) if cap < command.bound() => {
+                capped = command.clone().bounded(cap);
+                &capped
+            }
+            _ => command,
+        };
         // The node enforces the bound (`timeout`, exit 124); this is the backstop for a
         // node without `timeout` or a connection that hangs.
         let backstop = command.bound() + Duration::from_secs(30);
@@ -171,6 +180,14 @@ impl Transport {
         match self {
             Self::Local(local) => local.stream(command).await,
             Self::Ssh(ssh) => ssh.stream(command).await,
+        }
+    }
+
+    /// The longest any one command may run here, when shorter than its own bound.
+    pub fn command_timeout(&self) -> Option<Duration> {
+        match self {
+            Self::Local(local) => local.command_timeout,
+            Self::Ssh(ssh) => ssh.command_timeout(),
         }
     }
 

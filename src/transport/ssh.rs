@@ -42,7 +42,15 @@ pub struct SshOptions {
     pub host_keys: HostKeyPolicy,
     /// Connection timeout (default 10 s).
     pub connect_timeout: Option<Duration>,
+    /// The longest any one remote command may run (`--command-timeout`), when shorter
+    /// than the command's own bound.
+    pub command_timeout: Option<Duration>,
 }
+
+/// How often the master asks a silent server whether it is alive; after
+/// `ServerAliveCountMax` (3) unanswered asks, about 9 s, the connection is dead and every
+/// command on it fails instead of waiting out its bound.
+const KEEPALIVE: Duration = Duration::from_secs(3);
 
 /// Runs commands on one host over SSH.
 pub struct SshTransport {
@@ -50,6 +58,7 @@ pub struct SshTransport {
     session: Arc<Session>,
     sessions: Semaphore,
     pub(super) round_trips: AtomicU64,
+    command_timeout: Option<Duration>,
 }
 
 impl SshTransport {
@@ -61,7 +70,7 @@ impl SshTransport {
             HostKeyPolicy::AcceptNew => KnownHosts::Add,
         });
         builder.connect_timeout(options.connect_timeout.unwrap_or(Duration::from_secs(10)));
-        builder.server_alive_interval(Duration::from_secs(15));
+        builder.server_alive_interval(KEEPALIVE);
         if let Some(config) = &options.config_file {
             builder.config_file(config);
         }
@@ -81,7 +90,13 @@ impl SshTransport {
             session: Arc::new(session),
             sessions: Semaphore::new(SESSIONS_PER_HOST),
             round_trips: AtomicU64::new(0),
+            command_timeout: options.command_timeout,
         })
+    }
+
+    /// The longest any one command may run, when set.
+    pub fn command_timeout(&self) -> Option<Duration> {
+        self.command_timeout
     }
 
     /// The host name, e.g. `node0`.

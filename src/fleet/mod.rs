@@ -1,0 +1,432 @@
+//! A fleet: many nodes converged by one invocation. Every node is connected and probed
+//! at once (one round trip each, at most [`PROBE_PARALLEL`] at a time), then converged
+//! with at most `parallel` at a time, batch after batch (`--batch`), each through the one
+//! pipeline ([`crate::converge::converge_probed`]). A node that is unreachable or fails
+//! never stops the others; once more than `--max-fail` nodes have failed, no further node
+//! starts and the rest are reported as skipped. The result is one typed outcome a node.
+
+mod threshold;
+
+pub use threshold::Threshold;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use futures_util::future::join_all;
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use crate::converge::{self, ApplyOptions, ConvergeError, NodeOutcome, Prepared, StepRecord};
+use crate::exec::launch::LaunchOutcome;
+use crate::exec::{ExecError, Reporter};
+use crate::facts::NodeFacts;
+use crate::transport::{SshOptions, SshTransport, Transport};
+
+/// How many nodes are connected and probed at once.
+pub const PROBE_PARALLEL: usize = 64;
+
+/// How many nodes are converged at once unless `--parallel` says otherwise.
+pub const DEFAULT_PARALLEL: usize = 16;
+
+/// One node of the fleet as the inventory names it.
+#[derive(Debug, Clone)]
+pub struct FleetTarget {
+    /// e.g. `node3` (an `ssh_config` alias, or a `Host` block of the run's own config).
+    pub name: String,
+    /// The target interpreter here, overriding the manifest's.
+    pub python: Option<PathBuf>,
+    /// The host's variables (for the manifest's `from_env` values).
+    pub vars: BTreeMap<String, String>,
+}
+
+/// How a fleet run goes.
+pub struct FleetOptions<'a> {
+    /// Nodes converged at once (at least 1).
+    pub parallel: usize,
+    /// Failed nodes tolerated before no further node starts; `None`: no limit.
+    pub max_fail: Option<Threshold>,
+    /// Nodes per batch; a batch ends before the next starts. `None`: one batch.
+    pub batch: Option<Threshold>,
+    /// How to reach the nodes.
+    pub ssh: SshOptions,
+    /// What each node's apply is given (the lock holder is shared: one run id).
+    pub apply: ApplyOptions<'a>,
+}
+
+/// How a node ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeResult {
+    /// Something was applied and every step (and the verification, when run) is good.
+    Converged,
+    /// Nothing needed changing (the verification, when run, was ready).
+    Unchanged,
+    /// A step or the verification failed, or the connection broke while working.
+    Failed,
+    /// The node could not be connected to (down, refused, a wrong host key).
+    Unreachable,
+    /// Nothing was changed: the node is locked by another apply, a step is blocked, or
+    /// the manifest cannot be resolved for it.
+    Refused,
+    /// Not started: more than `--max-fail` nodes had failed.
+    Skipped,
+}
+
+/// One node's outcome in a fleet run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetNode {
+    /// e.g. `node3`.
+    pub host: String,
+    /// Converged or unchanged.
+    pub ok: bool,
+    /// How it ended.
+    pub result: NodeResult,
+    /// Why it failed, in one line, e.g. `step \`pip\` failed: exit 1`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// The whole error or failure, for the node's log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Steps that changed something.
+    pub steps_changed: usize,
+    /// From the first connection attempt to the end.
+    pub seconds: f64,
+    /// The verification's time to its ready line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_to_ready_ms: Option<u128>,
+    /// Commands run on the node.
+    pub round_trips: u64,
+    /// The steps in plan order, up to the first failure.
+    pub steps: Vec<StepRecord>,
+    /// The verification launch, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<LaunchOutcome>,
+}
+
+/// A whole fleet run: one outcome a node, in inventory order.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetOutcome {
+    /// The run's id on every node's journal, e.g. `1796241671-4242`.
+    pub run: String,
+    /// Every node converged or was unchanged.
+    pub ok: bool,
+    /// The nodes.
+    pub nodes: Vec<FleetNode>,
+    /// The whole run.
+    pub seconds: f64,
+}
+
+/// Receives a fleet's progress: what each node is doing, and each node's end.
+pub trait FleetProgress: Send + Sync {
+    /// `host` is doing `what`, e.g. `node3`, `pip — …`.
+    fn step(&self, host: &str, what: &str);
+    /// `node` ended.
+    fn finished(&self, node: &FleetNode);
+}
+
+/// One node's [`Reporter`] over the fleet's progress.
+struct NodeReporter<'a> {
+    host: &'a str,
+    progress: &'a dyn FleetProgress,
+}
+
+impl Reporter for NodeReporter<'_> {
+    fn step(&self, message: &str) {
+        // The pipeline prefixes its messages with the node's name; the fleet shows it once.
+        let message = message
+            .strip_prefix(self.host)
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(message);
+        self.progress.step(self.host, message);
+    }
+
+    fn done(&self) {}
+}
+
+/// A node connected and probed, or why not.
+enum Probed {
+    Ready {
+        transport: Transport,
+        prepared: Prepared,
+        facts: Box<NodeFacts>,
+        started: Instant,
+    },
+    Ended(Box<FleetNode>),
+}
+
+/// The first line of an error's chain, and the whole chain.
+fn describe(error: &dyn std::error::Error) -> (String, String) {
+    let chain = crate::report::error_chain(error);
+    let mut cause = chain.lines().next().unwrap_or_default().to_string();
+    if chain.contains("Host key verification failed") {
+        cause = "host key verification failed: the key the node shows is not the one known_hosts records for it".to_string();
+    } else if let Some(last) = chain.lines().last().filter(|last| *last != cause) {
+        cause = format!(
+            "{cause} ({})",
+            last.trim().trim_start_matches("caused by: ")
+        );
+    }
+    (cause, chain)
+}
+
+fn ended(
+    host: &str,
+    result: NodeResult,
+    error: &dyn std::error::Error,
+    started: Instant,
+) -> FleetNode {
+    let (cause, detail) = describe(error);
+    FleetNode {
+        host: host.to_string(),
+        ok: false,
+        result,
+        cause: Some(cause),
+        detail: Some(detail),
+        steps_changed: 0,
+        seconds: started.elapsed().as_secs_f64(),
+        time_to_ready_ms: None,
+        round_trips: 0,
+        steps: Vec::new(),
+        verification: None,
+    }
+}
+
+/// What an error that stopped a node says about the node.
+fn result_of(error: &ConvergeError) -> NodeResult {
+    match error {
+        ConvergeError::Blocked { .. }
+        | ConvergeError::StalePlan { .. }
+        | ConvergeError::Locked(_)
+        | ConvergeError::Resolve(_)
+        | ConvergeError::Env(_)
+        | ConvergeError::Plan(_) => NodeResult::Refused,
+        _ => NodeResult::Failed,
+    }
+}
+
+/// A node's pipeline outcome as a fleet node.
+fn from_outcome(outcome: NodeOutcome) -> FleetNode {
+    let steps_changed = outcome
+        .steps
+        .iter()
+        .filter(|step| step.outcome == "applied")
+        .count();
+    let failed_step = outcome.steps.iter().find(|step| step.outcome == "failed");
+    let (cause, detail) = match (failed_step, &outcome.verification) {
+        (Some(step), _) => (
+            Some(format!(
+                "step `{}` failed{}{}",
+                step.kind,
+                step.status
+                    .map(|status| format!(": exit status {status}"))
+                    .unwrap_or_default(),
+                step.output
+                    .as_deref()
+                    .and_then(|output| output.lines().find(|line| !line.trim().is_empty()))
+                    .map(|line| format!(": {}", line.trim()))
+                    .unwrap_or_default()
+            )),
+            step.output.clone(),
+        ),
+        (
+            None,
+            Some(verification @ (LaunchOutcome::Failed { .. } | LaunchOutcome::Refused { .. })),
+        ) => {
+            let text = crate::report::apply::launch(&outcome.node, verification);
+            (
+                text.lines().next().map(|line| {
+                    line.trim_start_matches(&format!("{}: ", outcome.node))
+                        .to_string()
+                }),
+                Some(text),
+            )
+        }
+        _ => (None, None),
+    };
+    let time_to_ready_ms = match &outcome.verification {
+        Some(LaunchOutcome::Ready { time_to_ready, .. }) => Some(time_to_ready.as_millis()),
+        _ => None,
+    };
+    FleetNode {
+        result: match (outcome.ok, steps_changed) {
+            (false, _) => NodeResult::Failed,
+            (true, 0) => NodeResult::Unchanged,
+            (true, _) => NodeResult::Converged,
+        },
+        host: outcome.node,
+        ok: outcome.ok,
+        cause,
+        detail,
+        steps_changed,
+        seconds: outcome.seconds,
+        time_to_ready_ms,
+        round_trips: outcome.round_trips,
+        steps: outcome.steps,
+        verification: outcome.verification,
+    }
+}
+
+/// Connect to one node and probe it.
+async fn probe(
+    target: &FleetTarget,
+    base: &Prepared,
+    options: &FleetOptions<'_>,
+    progress: &dyn FleetProgress,
+) -> Probed {
+    let started = Instant::now();
+    let host = target.name.as_str();
+    let prepared = match base.for_host(target.python.as_deref(), &target.vars) {
+        Ok(prepared) => prepared,
+        Err(error) => {
+            return Probed::Ended(Box::new(ended(host, NodeResult::Refused, &error, started)));
+        }
+    };
+    progress.step(host, "connecting");
+    let transport = match SshTransport::connect(host, &options.ssh).await {
+        Ok(ssh) => Transport::Ssh(ssh),
+        Err(error) => {
+            let error = ExecError::from(error);
+            return Probed::Ended(Box::new(ended(
+                host,
+                NodeResult::Unreachable,
+                &error,
+                started,
+            )));
+        }
+    };
+    progress.step(host, "probing");
+    match converge::facts(&transport, &prepared).await {
+        Ok(facts) => Probed::Ready {
+            transport,
+            prepared,
+            facts: Box::new(facts),
+            started,
+        },
+        Err(error) => {
+            let mut node = ended(host, result_of(&error), &error, started);
+            node.round_trips = transport.round_trips();
+            Probed::Ended(Box::new(node))
+        }
+    }
+}
+
+/// Converge every target (see the module's documentation).
+pub async fn converge_fleet(
+    targets: &[FleetTarget],
+    base: &Prepared,
+    options: &FleetOptions<'_>,
+    progress: &dyn FleetProgress,
+) -> FleetOutcome {
+    let started = Instant::now();
+    let holder = &options.apply.holder;
+    let run = format!("{}-{}", holder.started, holder.pid);
+    let probes = Semaphore::new(PROBE_PARALLEL);
+    let probed: Vec<Probed> = join_all(targets.iter().map(|target| async {
+        let _permit = probes.acquire().await.ok();
+        let probed = probe(target, base, options, progress).await;
+        if let Probed::Ended(node) = &probed {
+            progress.finished(node);
+        }
+        probed
+    }))
+    .await;
+    let total = targets.len();
+    let tolerated = options.max_fail.map(|threshold| threshold.of(total));
+    let failed = AtomicUsize::new(
+        probed
+            .iter()
+            .filter(|probed| matches!(probed, Probed::Ended(node) if !node.ok))
+            .count(),
+    );
+    let batch_size = options
+        .batch
+        .map_or(total, |threshold| threshold.of(total))
+        .max(1);
+    let slots = Semaphore::new(options.parallel.max(1));
+    let mut nodes: Vec<Option<FleetNode>> = Vec::with_capacity(total);
+    let mut ready = Vec::new();
+    for (index, probed) in probed.into_iter().enumerate() {
+        match probed {
+            Probed::Ended(node) => nodes.push(Some(*node)),
+            Probed::Ready { .. } => {
+                nodes.push(None);
+                ready.push((index, probed));
+            }
+        }
+    }
+    for batch in ready.chunks(batch_size) {
+        let results = join_all(batch.iter().map(|(index, probed)| {
+            let (slots, failed) = (&slots, &failed);
+            async move {
+                let Probed::Ready {
+                    transport,
+                    prepared,
+                    facts,
+                    started,
+                } = probed
+                else {
+                    return (*index, None);
+                };
+                let host = transport.name();
+                let _slot = slots.acquire().await.ok();
+                let failures = failed.load(Ordering::SeqCst);
+                if tolerated.is_some_and(|tolerated| failures > tolerated) {
+                    let node = FleetNode {
+                        host: host.to_string(),
+                        ok: false,
+                        result: NodeResult::Skipped,
+                        cause: Some(format!(
+                            "not started: {failures} nodes had failed (--max-fail {})",
+                            options.max_fail.map(|t| t.to_string()).unwrap_or_default()
+                        )),
+                        detail: None,
+                        steps_changed: 0,
+                        seconds: 0.0,
+                        time_to_ready_ms: None,
+                        round_trips: transport.round_trips(),
+                        steps: Vec::new(),
+                        verification: None,
+                    };
+                    progress.finished(&node);
+                    return (*index, Some(node));
+                }
+                let reporter = NodeReporter { host, progress };
+                let result = converge::converge_probed(
+                    transport,
+                    prepared,
+                    (**facts).clone(),
+                    *started,
+                    &options.apply,
+                    &reporter,
+                )
+                .await;
+                let node = match result {
+                    Ok(outcome) => from_outcome(outcome),
+                    Err(error) => {
+                        let mut node = ended(host, result_of(&error), &error, *started);
+                        node.round_trips = transport.round_trips();
+                        node
+                    }
+                };
+                if !node.ok {
+                    failed.fetch_add(1, Ordering::SeqCst);
+                }
+                progress.finished(&node);
+                (*index, Some(node))
+            }
+        }))
+        .await;
+        for (index, node) in results {
+            nodes[index] = node;
+        }
+    }
+    let nodes: Vec<FleetNode> = nodes.into_iter().flatten().collect();
+    FleetOutcome {
+        run,
+        ok: nodes.iter().all(|node| node.ok),
+        nodes,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
