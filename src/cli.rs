@@ -37,6 +37,8 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Whether a node matches a manifest now, and what its last apply did (from the node's journal). Exit 1 when it differs.
     Status(StatusArgs),
+    /// Undo a node's last apply (or every apply back to `--to RUN`) from its journal: files get their before-images back, the Python environment its earlier packages; toolkits stay. Then probe.
+    Rollback(RollbackArgs),
     /// Package indexes: record what resolving a manifest needs, record the sha256 of locked files, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
@@ -208,6 +210,31 @@ pub struct ApplyArgs {
     /// `$XDG_STATE_HOME/cuda-upgrade/runs/RUN` (else `~/.local/state/…`).
     #[arg(long, value_name = "DIR", requires = "inventory")]
     pub run_dir: Option<PathBuf>,
+}
+
+/// `upgrade rollback (--local | --host H | -i INVENTORY) [--to RUN]`
+#[derive(Debug, Args)]
+#[group(id = "rollback_node", required = true, multiple = false, args = ["local", "host", "inventory"])]
+pub struct RollbackArgs {
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host` and `-i`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// The inventory's nodes.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// Undo every run back to this one, included (a run id from `upgrade status` or an
+    /// apply's summary, e.g. `1796241671-4242`). Default: the last run not yet undone.
+    #[arg(long, value_name = "RUN")]
+    pub to: Option<String>,
+    /// Remove a stale lock of the node first.
+    #[arg(long)]
+    pub break_lock: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
+    pub format: ApplyFormat,
 }
 
 /// `upgrade status MANIFEST (--local | --host H)`

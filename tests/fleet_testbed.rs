@@ -76,12 +76,13 @@ fn apply_fleet(
 }
 
 fn node<'a>(report: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
-    report["nodes"]
+    let found = report["nodes"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|node| node["host"] == host)
-        .unwrap_or_else(|| panic!("no `{host}` in {report:#}"))
+        .find(|node| node["host"] == host);
+    assert!(found.is_some(), "no `{host}` in {report:#}");
+    found.unwrap()
 }
 
 const EIGHT: &str = "all:\n  children:\n    gpu:\n      hosts:\n        node[0:7]:\n";
@@ -155,7 +156,7 @@ fn eight_nodes_converge_in_one_apply_and_a_second_is_all_no_op() {
             "-i",
             inventory.to_str().unwrap(),
             "--limit",
-            "gpu:!node[1-7]*",
+            "gpu:&node0",
             "--ssh-config",
             &ssh_config,
             "--snapshot",
@@ -362,7 +363,7 @@ fn a_hung_command_fails_its_node_within_its_bound_and_a_second_apply_is_refused(
     );
     // Nothing of the hung command is left on node0.
     let left = testbed
-        .ssh("node0", "pgrep -f 'sleep 3600' || true")
+        .ssh("node0", "pgrep -fx 'sleep 3600' || true")
         .unwrap();
     assert!(left.stdout.trim().is_empty(), "{}", left.stdout);
 
@@ -396,5 +397,103 @@ fn a_hung_command_fails_its_node_within_its_bound_and_a_second_apply_is_refused(
     assert!(
         cause.contains("alice") && cause.contains("ci-other") && cause.contains("4242"),
         "{node1:#}"
+    );
+}
+
+/// The node's state a rollback must give back: pip freeze, every linker configuration
+/// file and the `sitecustomize.py` the interpreter imports, by digest.
+fn restorable_state(testbed: &Testbed, node: &str) -> String {
+    testbed
+        .ssh_ok(
+            node,
+            "/opt/ml-env/bin/pip freeze --all; sha256sum /etc/ld.so.conf /etc/ld.so.conf.d/*; \
+             sha256sum \"$(/opt/ml-env/bin/python3 -c 'import sitecustomize; print(sitecustomize.__file__)')\"",
+        )
+        .unwrap()
+}
+
+/// See: issue 10, "Done when": rollback returns a node's pip freeze, ldconfig file and
+/// sitecustomize to their pre-apply bytes.
+#[test]
+fn rollback_returns_pip_ldconfig_and_sitecustomize_to_their_pre_apply_bytes() {
+    if skip("rollback_returns_pip_ldconfig_and_sitecustomize_to_their_pre_apply_bytes") {
+        return;
+    }
+    let work = work_dir("fleet-rollback");
+    let (testbed, manifest, snapshot) = fleet(2, &work, |text| text);
+    let inventory = inventory(
+        &work,
+        "inventory.yml",
+        "all:\n  hosts:\n    node0:\n    node1:\n",
+    );
+    let before: Vec<String> = ["node0", "node1"]
+        .iter()
+        .map(|node| restorable_state(&testbed, node))
+        .collect();
+    assert!(before[0].contains("torch==2.9.1\n"), "{}", before[0]);
+    let (output, report) = apply_fleet(
+        &testbed,
+        &manifest,
+        &snapshot,
+        &inventory,
+        &[
+            "--no-verify",
+            "--run-dir",
+            work.join("run").to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let run = report["run"].as_str().unwrap().to_string();
+    let after = restorable_state(&testbed, "node0");
+    assert_ne!(after, before[0], "the apply changed the node");
+
+    let ssh_config = testbed.ssh_config().unwrap();
+    let output = upgrade(
+        &testbed,
+        &[
+            "rollback",
+            "-i",
+            inventory.to_str().unwrap(),
+            "--ssh-config",
+            &ssh_config,
+            "--to",
+            &run,
+            "--format",
+            "json",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let rollback: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for (index, node) in ["node0", "node1"].iter().enumerate() {
+        assert_eq!(
+            restorable_state(&testbed, node),
+            before[index],
+            "{node}: {rollback:#}"
+        );
+    }
+    let node0 = &rollback["nodes"][0];
+    assert!(
+        node0["rollback"]["removed"]
+            .to_string()
+            .contains("/etc/ld.so.conf.d/"),
+        "{node0:#}"
+    );
+    assert!(
+        node0["after"].as_str().unwrap().contains("driver"),
+        "probed afterwards: {node0:#}"
+    );
+    // The toolkit stays side by side; a second rollback has nothing left to undo.
+    testbed
+        .ssh_ok("node0", "test -x /usr/local/cuda-13.0/bin/nvcc")
+        .unwrap();
+    let output = upgrade(
+        &testbed,
+        &["rollback", "--host", "node0", "--ssh-config", &ssh_config],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("no run left to undo"),
+        "{}",
+        text(&output)
     );
 }

@@ -11,6 +11,7 @@ mod lock;
 mod node;
 mod plan;
 mod probe;
+mod rollback;
 mod status;
 mod validate;
 mod verify;
@@ -150,9 +151,9 @@ impl From<ConvergeError> for CommandError {
             ConvergeError::Plan(error) => Self::Plan(error),
             ConvergeError::Exec(error) => Self::Exec(error),
             ConvergeError::Facts(error) => Self::Facts(error),
-            refused @ (ConvergeError::Blocked { .. } | ConvergeError::StalePlan { .. }) => {
-                Self::Refused(refused)
-            }
+            refused @ (ConvergeError::Blocked { .. }
+            | ConvergeError::StalePlan { .. }
+            | ConvergeError::Rollback { .. }) => Self::Refused(refused),
             ConvergeError::Locked(error) => Self::Locked(error),
         }
     }
@@ -211,5 +212,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Apply(args) => apply::run(&args, printer),
         Command::Verify(args) => verify::run(&args, printer),
         Command::Status(args) => status::run(&args, printer),
+        Command::Rollback(args) => rollback::run(&args, printer),
     }
 }

@@ -60,6 +60,14 @@ pub enum ConvergeError {
         /// Why.
         reason: String,
     },
+    /// A rollback cannot start, e.g. the journal holds no run to undo.
+    #[error("Refusing to roll back `{node}`: {reason}")]
+    Rollback {
+        /// e.g. `node0`.
+        node: String,
+        /// Why.
+        reason: String,
+    },
     /// A saved plan no longer matches the node or the manifest.
     #[error("Refusing plan `{}`: {reason}; make a new plan", path.display())]
     StalePlan {

@@ -12,13 +12,16 @@
 
 mod error;
 mod node;
+mod rollback;
 
 pub use error::ConvergeError;
 pub use node::{ApplyOptions, NodeOutcome, StepRecord, converge_node, converge_probed};
+pub use rollback::{RollbackOptions, RollbackOutcome, rollback_node};
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +69,9 @@ pub struct Prepared {
     pub sha256: String,
     /// Its variables with values.
     pub env: Vec<ResolvedVar>,
+    /// The universe and rules it resolves against, read once for every node of a run
+    /// (a fleet's nodes share them).
+    inputs: Arc<OnceLock<Arc<(Universe, RuleSet)>>>,
 }
 
 impl Prepared {
@@ -89,6 +95,7 @@ impl Prepared {
             path: self.path.clone(),
             sha256: self.sha256.clone(),
             env,
+            inputs: Arc::clone(&self.inputs),
         })
     }
 }
@@ -109,6 +116,7 @@ pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {
         manifest,
         path: path.to_path_buf(),
         env: Vec::new(),
+        inputs: Arc::default(),
     })
 }
 
@@ -162,14 +170,25 @@ pub fn lock(
     snapshot: Option<&Path>,
 ) -> Result<Lock, ConvergeError> {
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
-    let universe = universe_for(&prepared.path, snapshot)?;
-    let rules = RuleSet::embedded()?;
+    let inputs = match prepared.inputs.get() {
+        Some(inputs) => Arc::clone(inputs),
+        None => {
+            let inputs = Arc::new((
+                universe_for(&prepared.path, snapshot)?,
+                RuleSet::embedded()?,
+            ));
+            // Two nodes may read them at once; either copy serves.
+            let _ = prepared.inputs.set(Arc::clone(&inputs));
+            inputs
+        }
+    };
+    let (universe, rules) = &*inputs;
     Ok(resolve_lock(
         &prepared.manifest,
         &prepared.path.display().to_string(),
         &environment,
-        &universe,
-        &rules,
+        universe,
+        rules,
     )?)
 }
 

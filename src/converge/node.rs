@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::exec::environment;
 use crate::exec::journal::{self, JournalEntry, JournalEvent, JournalStep, WrittenFile};
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
 use crate::exec::node_lock::{LockHolder, NodeLock};
@@ -246,6 +247,29 @@ impl Run<'_> {
         Ok(outcome)
     }
 
+    /// Keep the environment's packages before the run's first change to them, for a
+    /// rollback (an interpreter that cannot list them yet keeps nothing).
+    async fn keep_environment(&self) -> Result<(), ConvergeError> {
+        let Some(images) = &self.options.context.before_images else {
+            return Ok(());
+        };
+        let urls = self
+            .urls
+            .values()
+            .map(|url| crate::manifest::redact_url(url))
+            .collect();
+        let python = &self.prepared.manifest.target.python;
+        let Ok(image) = environment::capture(self.transport, python, images, urls).await else {
+            return Ok(());
+        };
+        let entry = JournalEntry {
+            environment: Some(image),
+            ..self.entry(JournalEvent::Environment)
+        };
+        journal::append(self.transport, &entry).await?;
+        Ok(())
+    }
+
     /// Journal the run's start before its first change.
     async fn journal_start(&self, journaled: &mut bool) -> Result<(), ConvergeError> {
         if !*journaled {
@@ -280,6 +304,7 @@ impl Run<'_> {
             seconds: started.elapsed().as_secs_f64(),
         };
         let mut steps = Vec::new();
+        let mut environment_kept = false;
         for planned in &plan.steps {
             if planned.action == Action::NoOp {
                 steps.push(record(planned, "no-op", None));
@@ -309,6 +334,11 @@ impl Run<'_> {
                 });
             }
             self.journal_start(journaled).await?;
+            if matches!(step.kind, StepKind::PipPins | StepKind::SourceInstall) && !environment_kept
+            {
+                self.keep_environment().await?;
+                environment_kept = true;
+            }
             let (outcome, written) = apply_step_writing(transport, &step, options.context).await?;
             match outcome {
                 StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),

@@ -148,8 +148,8 @@ impl Reporter for NodeReporter<'_> {
 /// A node connected and probed, or why not.
 enum Probed {
     Ready {
-        transport: Transport,
-        prepared: Prepared,
+        transport: Box<Transport>,
+        prepared: Box<Prepared>,
         facts: Box<NodeFacts>,
         started: Instant,
     },
@@ -299,8 +299,8 @@ async fn probe(
     progress.step(host, "probing");
     match converge::facts(&transport, &prepared).await {
         Ok(facts) => Probed::Ready {
-            transport,
-            prepared,
+            transport: Box::new(transport),
+            prepared: Box::new(prepared),
             facts: Box::new(facts),
             started,
         },

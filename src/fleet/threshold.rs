@@ -52,18 +52,14 @@ impl fmt::Display for Threshold {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test fails loudly at the first surprise"
-    )]
     use super::*;
 
     #[test]
     fn counts_and_percentages() {
-        assert_eq!("3".parse::<Threshold>().unwrap().of(16), 3);
-        assert_eq!("25%".parse::<Threshold>().unwrap().of(16), 4);
-        assert_eq!("10%".parse::<Threshold>().unwrap().of(4), 1);
-        assert_eq!("100%".parse::<Threshold>().unwrap().of(7), 7);
+        assert_eq!("3".parse::<Threshold>().map(|t| t.of(16)), Ok(3));
+        assert_eq!("25%".parse::<Threshold>().map(|t| t.of(16)), Ok(4));
+        assert_eq!("10%".parse::<Threshold>().map(|t| t.of(4)), Ok(1));
+        assert_eq!("100%".parse::<Threshold>().map(|t| t.of(7)), Ok(7));
         assert!("0%".parse::<Threshold>().is_err());
         assert!("101%".parse::<Threshold>().is_err());
         assert!("x".parse::<Threshold>().is_err());

@@ -1,9 +1,5 @@
 //! Inventory reading: Ansible YAML and INI, variables' precedence, ranges, `--limit`,
 //! and values that must never reach an `ssh_config`.
-#![expect(
-    clippy::unwrap_used,
-    reason = "a test fails loudly at the first surprise"
-)]
 
 use super::*;
 

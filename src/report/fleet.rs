@@ -22,7 +22,7 @@ pub fn result_word(result: NodeResult) -> &'static str {
 
 /// One node's end in one line, e.g. `converged: 6 steps changed, ready in 2.1s, 41.0s`.
 pub fn node_line(node: &FleetNode) -> String {
-    let mut line = format!("{}", result_word(node.result));
+    let mut line = result_word(node.result).to_string();
     if node.steps_changed > 0 {
         let _ = write!(line, ": {} steps changed", node.steps_changed);
     }

@@ -60,7 +60,9 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> DownloadError + '_ {
 /// The lock of one cache file's download in this process.
 fn in_flight(path: &Path) -> std::sync::Arc<tokio::sync::Mutex<()>> {
     static FLIGHTS: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<PathBuf, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+        std::sync::Mutex<
+            std::collections::HashMap<PathBuf, std::sync::Arc<tokio::sync::Mutex<()>>>,
+        >,
     > = std::sync::OnceLock::new();
     let flights = FLIGHTS.get_or_init(Default::default);
     let mut flights = match flights.lock() {

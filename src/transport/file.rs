@@ -224,7 +224,55 @@ trap - EXIT
 printf 'wrote\t%s\t%s\t%s\n' "$target" "$before" "$after"
 "#;
 
+/// The remove script: the real target goes only when it still has the expected digest.
+const REMOVE_SCRIPT: &str = r#"set -eu
+path=$1 expected=$2
+target=$(readlink -m -- "$path" 2>/dev/null || realpath -m -- "$path")
+if [ ! -e "$target" ]; then
+    printf 'absent\n'
+    exit 0
+fi
+[ -f "$target" ] || { printf '`%s` is not a regular file\n' "$target" >&2; exit 3; }
+sum=$(sha256sum -- "$target")
+case $expected in
+    any|"${sum%% *}") ;;
+    *) printf '`%s` changed since it was written; it was kept\n' "$target" >&2; exit 3 ;;
+esac
+rm -f -- "$target"
+printf 'removed\n'
+"#;
+
 impl Transport {
+    /// Remove the file `path` names (its real target; a link stays), only when its
+    /// content still has the digest `expected` (`Expected::Any`: whatever it holds).
+    /// A file already gone is fine.
+    pub async fn remove_file(
+        &self,
+        path: &Path,
+        expected: &Expected,
+    ) -> Result<(), TransportError> {
+        let expected = match expected {
+            Expected::Sha256(digest) => digest.clone(),
+            Expected::Any | Expected::Absent => "any".to_string(),
+        };
+        let command = NodeCommand::new("sh")
+            .arg("-c")
+            .script("remove-file", REMOVE_SCRIPT)
+            .arg("remove-file")
+            .arg(path.display().to_string())
+            .arg(expected);
+        let output = self.run(&command, None).await?;
+        if output.success() {
+            Ok(())
+        } else {
+            Err(TransportError::WriteFile {
+                host: self.name().to_string(),
+                path: path.display().to_string(),
+                message: output.tail(5),
+            })
+        }
+    }
+
     /// Read `path` (through its symlinks) as exact bytes; [`FileContent::Absent`] when
     /// there is no file. Anything else that stops the read is an error.
     pub async fn read_file(&self, path: &Path) -> Result<FileContent, TransportError> {
