@@ -3,6 +3,7 @@
 //! Errors that stop a verb are [`CommandError`]s; each class maps to one exit code,
 //! documented in the README.
 
+mod abi_check;
 mod apply;
 mod diff;
 mod index;
@@ -99,6 +100,9 @@ pub enum CommandError {
         /// What is wrong with it.
         message: String,
     },
+    /// An environment could not be read for the ABI check.
+    #[error(transparent)]
+    Abi(#[from] crate::abi::AbiError),
     /// The manifest has no `verify` section.
     #[error("Failed to verify: `{}` has no `verify` section", path.display())]
     NoVerify {
@@ -172,7 +176,13 @@ impl CommandError {
             | Self::Plan(_)
             | Self::PlanFile { .. }
             | Self::Refused(_)
-            | Self::NoVerify { .. } => ExitStatus::InvalidInput,
+            | Self::NoVerify { .. }
+            | Self::Abi(
+                crate::abi::AbiError::NotAnEnvironment { .. }
+                | crate::abi::AbiError::Read { .. }
+                | crate::abi::AbiError::Wheel { .. },
+            ) => ExitStatus::InvalidInput,
+            Self::Abi(_) => ExitStatus::Failure,
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Exec(_)
             | Self::Locked(_)
@@ -206,5 +216,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Apply(args) => apply::run(&args, printer),
         Command::Verify(args) => verify::run(&args, printer),
         Command::Status(args) => status::run(&args, printer),
+        Command::AbiCheck(args) => abi_check::run(&args, printer),
     }
 }
