@@ -251,6 +251,36 @@ fn a_virtual_environment_fails_alike_read_in_place_and_streamed_as_from_a_node()
         report
     };
     assert_eq!(in_place.objects.len(), 2);
+
+    // apply's check step before the verification launch stops the node with the report.
+    let step = runtime.block_on(cuda_upgrade::converge::abi_check_step(&transport, &python));
+    assert_eq!((step.kind.as_str(), step.outcome), ("abi-check", "failed"));
+    let output = step.output.unwrap();
+    assert!(output.contains(&format!("{WANTED}{EXPORTED}")), "{output}");
+    let missing_form = site_dir.join("sgl_kernel/common_ops.abi3.so");
+    gxx(
+        dir.path(),
+        &missing_form,
+        EXTENSION_UNSIGNED,
+        &[
+            &format!("-L{}", site_dir.join("torch/lib").display()),
+            "-lc10_cuda",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+        ],
+    );
+    let step = runtime.block_on(cuda_upgrade::converge::abi_check_step(&transport, &python));
+    assert_eq!(step.outcome, "checked", "{step:?}");
+    assert!(step.reason.contains("0 missing"), "{}", step.reason);
+    gxx(
+        dir.path(),
+        &missing_form,
+        EXTENSION_INT,
+        &[
+            &format!("-L{}", site_dir.join("torch/lib").display()),
+            "-lc10_cuda",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+        ],
+    );
     assert_eq!(report(&in_place), report(&streamed));
     assert_eq!(report(&streamed).missing.len(), 1);
 }

@@ -14,7 +14,7 @@ mod error;
 mod node;
 
 pub use error::ConvergeError;
-pub use node::{ApplyOptions, NodeOutcome, StepRecord, converge_node};
+pub use node::{ApplyOptions, NodeOutcome, StepRecord, abi_check_step, converge_node};
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
