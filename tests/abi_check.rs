@@ -237,6 +237,22 @@ fn a_virtual_environment_fails_alike_read_in_place_and_streamed_as_from_a_node()
     assert!(text.starts_with("local: missing symbol: sgl-kernel 0.3.21"), "{text}");
     assert!(text.contains(&format!("{WANTED}{EXPORTED}")), "{text}");
 
+    // probe: a finding names the file, the symbol and the nearest export.
+    let output = upgrade(&["probe", "--local", "--python", python.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("warning: `sgl_kernel/common_ops.abi3.so` of sgl-kernel 0.3.21 needs `c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)`, which torch 2.10.0 does not export; it exports `c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)`\n"), "{text}");
+    let output = upgrade(&["probe", "--local", "--python", python.to_str().unwrap(), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|finding| finding["code"] == "abi-symbol-missing"),
+        "{json:#}"
+    );
+
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let transport = Transport::Local(LocalTransport::new());
     let (in_place, streamed) = runtime.block_on(async {

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::check::Outcome;
 use super::Environment;
+use crate::facts::{Finding, FindingCode, Severity};
 use crate::report::text_value;
 
 /// A distribution in the report, e.g. `torch` `2.11.0+cu130`.
@@ -234,6 +235,53 @@ impl Report {
             ));
         }
         out
+    }
+
+    /// Probe findings: one warning per needing file and providing package, naming its
+    /// first missing symbol and the nearest export.
+    pub fn findings(&self) -> Vec<Finding> {
+        let mut found: Vec<Finding> = Vec::new();
+        let mut seen: Vec<(&str, &str)> = Vec::new();
+        for missing in &self.missing {
+            let key = (missing.object.as_str(), missing.provider.package.as_str());
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let count = self
+                .missing
+                .iter()
+                .filter(|other| (other.object.as_str(), other.provider.package.as_str()) == key)
+                .count();
+            let more = if count > 1 {
+                format!(" (and {} more)", count - 1)
+            } else {
+                String::new()
+            };
+            let nearest = missing
+                .nearest
+                .first()
+                .map(|nearest| format!("; it exports `{}`", nearest.exported))
+                .unwrap_or_default();
+            found.push(Finding {
+                severity: Severity::Warning,
+                code: FindingCode::AbiSymbolMissing,
+                message: format!(
+                    "`{}` of {} {} needs `{}`{more}, which {} {} does not export{nearest}",
+                    missing.object,
+                    missing.needed_by.package,
+                    missing.needed_by.version,
+                    missing.wanted,
+                    missing.provider.package,
+                    missing.provider.version,
+                ),
+                hint: Some(format!(
+                    "{}; `upgrade abi-check` shows every missing symbol",
+                    missing.hint
+                )),
+            });
+        }
+        found
     }
 
     /// For machines.
