@@ -70,7 +70,8 @@ pub struct Missing {
 /// What the check found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outcome {
-    /// Objects with something to check (they load another distribution's libraries).
+    /// Objects with something to check: they load another distribution's libraries or
+    /// need symbols of a known provider's namespace.
     pub objects_checked: usize,
     /// Undefined symbols looked up in another distribution.
     pub imports_checked: usize,
@@ -341,8 +342,16 @@ pub fn check(environment: &Environment) -> Outcome {
             let closure = index.closure(object);
             let dist = objects[object].dist;
             let loads_other = closure.iter().any(|other| objects[*other].dist != dist);
-            let provided = providers.iter().any(|(_, provider)| *provider != dist);
-            (loads_other || provided).then_some((object, closure))
+            let provided = || {
+                objects[object].info.imports.iter().any(|import| {
+                    demangle::namespace(&import.name).is_some_and(|namespace| {
+                        providers
+                            .iter()
+                            .any(|(known, provider)| *known == namespace && *provider != dist)
+                    })
+                })
+            };
+            (loads_other || provided()).then_some((object, closure))
         })
         .collect();
     // The exports of every object some checked object may bind to.
@@ -462,4 +471,158 @@ pub fn check(environment: &Environment) -> Outcome {
         }
     }
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::elf::{ElfInfo, Export};
+    use crate::abi::{Dist, Object};
+
+    fn import(name: &str, version: Option<(&str, &str)>) -> Import {
+        Import {
+            name: name.to_string(),
+            version: version.map(|(v, _)| v.to_string()),
+            version_file: version.map(|(_, f)| f.to_string()),
+        }
+    }
+
+    fn export(name: &str, version: Option<&str>) -> Export {
+        Export {
+            name: name.to_string(),
+            version: version.map(String::from),
+        }
+    }
+
+    /// torch's `libc10.so` and `libx.so.1` of `libx`, and `ext.so` of `ext` loading both.
+    fn environment(imports: Vec<Import>, torch: Vec<Export>, libx: Vec<Export>) -> Environment {
+        let object = |path: &str, dist: usize, info: ElfInfo| Object {
+            path: format!("/site/{path}"),
+            shown: path.to_string(),
+            dist,
+            info,
+        };
+        Environment {
+            roots: vec!["/site".into()],
+            dists: ["torch", "libx", "ext"]
+                .iter()
+                .map(|name| Dist {
+                    name: (*name).to_string(),
+                    version: "1.0".into(),
+                })
+                .collect(),
+            objects: vec![
+                object(
+                    "torch/lib/libc10.so",
+                    0,
+                    ElfInfo {
+                        soname: Some("libc10.so".into()),
+                        exports: torch,
+                        ..ElfInfo::default()
+                    },
+                ),
+                object(
+                    "libx/libx.so.1",
+                    1,
+                    ElfInfo {
+                        soname: Some("libx.so.1".into()),
+                        exports: libx,
+                        ..ElfInfo::default()
+                    },
+                ),
+                object(
+                    "ext/ext.so",
+                    2,
+                    ElfInfo {
+                        needed: vec!["libc10.so".into(), "libx.so.1".into(), "libc.so.6".into()],
+                        imports,
+                        ..ElfInfo::default()
+                    },
+                ),
+            ],
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn runtime_interpreter_and_outside_versions_are_not_reported() {
+        let outcome = check(&environment(
+            vec![
+                import("memcpy", Some(("GLIBC_2.14", "libc.so.6"))),
+                import("_ZNSt6thread6_StateD2Ev", Some(("GLIBCXX_3.4.22", "libstdc++.so.6"))),
+                import("__cxa_begin_catch", Some(("CXXABI_1.3", "libstdc++.so.6"))),
+                import("_Unwind_Resume", Some(("GCC_3.0", "libgcc_s.so.1"))),
+                import("PyLong_FromLong", None),
+                import("_Py_Dealloc", None),
+                // A version from a library outside the environment: the system's.
+                import("cudaMalloc", Some(("libcudart.so.13", "libcudart.so.13"))),
+                // An unversioned C symbol nobody in the environment defines: the system's.
+                import("dlopen", None),
+            ],
+            Vec::new(),
+            Vec::new(),
+        ));
+        assert_eq!(outcome.missing, Vec::new());
+        assert_eq!(outcome.objects_checked, 1);
+    }
+
+    #[test]
+    fn versions_are_honoured() {
+        let libx = vec![export("x_func", Some("LIBX_2"))];
+        let wanted = |version| vec![import("x_func", Some((version, "libx.so.1")))];
+        assert!(check(&environment(wanted("LIBX_2"), Vec::new(), libx.clone())).missing.is_empty());
+        let outcome = check(&environment(wanted("LIBX_1"), Vec::new(), libx.clone()));
+        assert_eq!(outcome.missing.len(), 1);
+        assert_eq!(outcome.missing[0].provider, 1);
+        assert_eq!(outcome.missing[0].nearest[0].version.as_deref(), Some("LIBX_2"));
+        // Unversioned needs are met by any version; a provider without versions meets any.
+        assert!(check(&environment(vec![import("x_func", None)], Vec::new(), libx)).missing.is_empty());
+        let plain = vec![export("x_func", None)];
+        assert!(check(&environment(wanted("LIBX_1"), Vec::new(), plain)).missing.is_empty());
+    }
+
+    #[test]
+    fn a_torch_namespace_symbol_is_torchs_to_provide_and_shows_its_overloads() {
+        let wanted = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib";
+        let torch = vec![
+            export("_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb", None),
+            export("_ZN3c104cuda29c10_cuda_check_implementationEv", None),
+            export("_ZN3c104cuda9other_oneEi", None),
+        ];
+        let outcome = check(&environment(vec![import(wanted, None)], torch.clone(), Vec::new()));
+        assert_eq!(outcome.missing.len(), 1);
+        let nearest: Vec<&str> = outcome.missing[0]
+            .nearest
+            .iter()
+            .map(|nearest| nearest.demangled.as_str())
+            .collect();
+        assert_eq!(
+            nearest,
+            vec![
+                "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)",
+                "c10::cuda::c10_cuda_check_implementation()",
+            ]
+        );
+        // Provided: nothing to report.
+        let mut provided = torch;
+        provided.push(export(wanted, None));
+        assert!(check(&environment(vec![import(wanted, None)], provided, Vec::new())).missing.is_empty());
+    }
+
+    #[test]
+    fn an_overload_in_a_loaded_library_of_another_package_reveals_a_break_without_a_rule() {
+        let libx = vec![export("_ZN3lib4workEj", None)];
+        let outcome = check(&environment(vec![import("_ZN3lib4workEi", None)], Vec::new(), libx));
+        assert_eq!(outcome.missing.len(), 1);
+        assert_eq!(outcome.missing[0].provider, 1);
+        assert_eq!(outcome.missing[0].nearest[0].demangled, "lib::work(unsigned int)");
+        // std:: is the C++ runtime's, never another package's.
+        let libx = vec![export("_ZNSt6vectorIiSaIiEE9push_backERKi", None)];
+        let outcome = check(&environment(
+            vec![import("_ZNSt6vectorIiSaIiEE9push_backEOi", None)],
+            Vec::new(),
+            libx,
+        ));
+        assert!(outcome.missing.is_empty());
+    }
 }

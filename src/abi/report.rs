@@ -69,7 +69,8 @@ pub struct Report {
     pub packages: usize,
     /// Shared objects read.
     pub objects: usize,
-    /// Shared objects that load another distribution's libraries.
+    /// Shared objects that load another distribution's libraries or need a known
+    /// provider's symbols.
     pub objects_checked: usize,
     /// Undefined symbols looked up in another distribution.
     pub imports_checked: usize,
@@ -222,7 +223,7 @@ impl Report {
             out.push_str(&format!("{node}: skipped {}\n", text_value(skipped)));
         }
         let counts = format!(
-            "{} packages, {} shared objects, {} load another package's libraries, {} symbols looked up across packages, {:.2} s",
+            "{} packages, {} shared objects, {} use another package's libraries, {} symbols looked up across packages, {:.2} s",
             self.packages, self.objects, self.objects_checked, self.imports_checked, self.seconds
         );
         if self.ok {
