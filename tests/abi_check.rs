@@ -103,7 +103,12 @@ fn dist_info(site: &Path, dir: &str, name: &str, version: &str, files: &[&str]) 
 /// built from `extension` against it, laid out as a site-packages directory.
 fn site(dir: &Path, site: &Path, extension: &str) {
     let provider = site.join("torch/lib/libc10_cuda.so");
-    gxx(dir, &provider, PROVIDER_UNSIGNED, &["-Wl,-soname,libc10_cuda.so"]);
+    gxx(
+        dir,
+        &provider,
+        PROVIDER_UNSIGNED,
+        &["-Wl,-soname,libc10_cuda.so"],
+    );
     let lib = site.join("torch/lib");
     gxx(
         dir,
@@ -115,7 +120,13 @@ fn site(dir: &Path, site: &Path, extension: &str) {
             "-Wl,-rpath,$ORIGIN/../torch/lib",
         ],
     );
-    dist_info(site, "torch-2.10.0.dist-info", "torch", "2.10.0", &["torch/lib/libc10_cuda.so"]);
+    dist_info(
+        site,
+        "torch-2.10.0.dist-info",
+        "torch",
+        "2.10.0",
+        &["torch/lib/libc10_cuda.so"],
+    );
     dist_info(
         site,
         "sgl_kernel-0.3.21.dist-info",
@@ -151,9 +162,15 @@ fn an_int_extension_against_an_unsigned_provider_fails_with_the_overloads_side_b
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("missing symbol: sgl-kernel 0.3.21 `sgl_kernel/common_ops.abi3.so` needs from torch 2.10.0:\n"), "{text}");
     assert!(text.contains(&format!("{WANTED}{EXPORTED}")), "{text}");
-    assert!(text.contains("    symbol    _ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib\n"), "{text}");
+    assert!(
+        text.contains("    symbol    _ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib\n"),
+        "{text}"
+    );
     assert!(text.contains(HINT), "{text}");
-    assert!(text.contains("abi-check FAILED: 1 missing symbol"), "{text}");
+    assert!(
+        text.contains("abi-check FAILED: 1 missing symbol"),
+        "{text}"
+    );
 
     let output = upgrade(&["abi-check", site_dir.to_str().unwrap(), "--format", "json"]);
     assert_eq!(output.status.code(), Some(1));
@@ -170,7 +187,10 @@ fn an_int_extension_against_an_unsigned_provider_fails_with_the_overloads_side_b
         missing["nearest"][0]["exported"],
         "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)"
     );
-    assert_eq!(missing["nearest"][0]["symbol"], "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb");
+    assert_eq!(
+        missing["nearest"][0]["symbol"],
+        "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb"
+    );
 }
 
 #[test]
@@ -219,7 +239,10 @@ fn venv(dir: &Path) -> (PathBuf, PathBuf) {
     assert!(status.success());
     let python = dir.join("venv/bin/python3");
     let output = Command::new(&python)
-        .args(["-c", "import sysconfig; print(sysconfig.get_paths()['platlib'])"])
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+        ])
         .output()
         .unwrap();
     let site = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
@@ -234,7 +257,10 @@ fn a_virtual_environment_fails_alike_read_in_place_and_streamed_as_from_a_node()
     let output = upgrade(&["abi-check", "--local", "--python", python.to_str().unwrap()]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
-    assert!(text.starts_with("local: missing symbol: sgl-kernel 0.3.21"), "{text}");
+    assert!(
+        text.starts_with("local: missing symbol: sgl-kernel 0.3.21"),
+        "{text}"
+    );
     assert!(text.contains(&format!("{WANTED}{EXPORTED}")), "{text}");
 
     // probe: a finding names the file, the symbol and the nearest export.
@@ -242,7 +268,14 @@ fn a_virtual_environment_fails_alike_read_in_place_and_streamed_as_from_a_node()
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     assert!(text.contains("warning: `sgl_kernel/common_ops.abi3.so` of sgl-kernel 0.3.21 needs `c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)`, which torch 2.10.0 does not export; it exports `c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)`\n"), "{text}");
-    let output = upgrade(&["probe", "--local", "--python", python.to_str().unwrap(), "--format", "json"]);
+    let output = upgrade(&[
+        "probe",
+        "--local",
+        "--python",
+        python.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(
         json["findings"]
@@ -338,11 +371,20 @@ extern "C" int entry(char* out, const char* in, unsigned long n) {
             "-Wl,-rpath,$ORIGIN/../torch/lib",
         ],
     );
-    dist_info(&site_dir, "other-1.0.dist-info", "other", "1.0", &["other/_ext.so"]);
+    dist_info(
+        &site_dir,
+        "other-1.0.dist-info",
+        "other",
+        "1.0",
+        &["other/_ext.so"],
+    );
     let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
-    assert!(text.contains("3 packages, 3 shared objects, 2 use another package's libraries"), "{text}");
+    assert!(
+        text.contains("3 packages, 3 shared objects, 2 use another package's libraries"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -351,14 +393,24 @@ fn symbol_versions_are_honoured() {
     let site_dir = dir.path().join("site-packages");
     let script = |version: &str| {
         let path = dir.path().join(format!("{version}.map"));
-        std::fs::write(&path, format!("{version} {{ global: x_func; local: *; }};\n")).unwrap();
+        std::fs::write(
+            &path,
+            format!("{version} {{ global: x_func; local: *; }};\n"),
+        )
+        .unwrap();
         format!("-Wl,--version-script={}", path.display())
     };
     let provider = "extern \"C\" int x_func(int a) { return a + 1; }\n";
     let lib = site_dir.join("libx/lib/libx.so.1");
-    gxx(dir.path(), &lib, provider, &["-Wl,-soname,libx.so.1", &script("LIBX_1")]);
+    gxx(
+        dir.path(),
+        &lib,
+        provider,
+        &["-Wl,-soname,libx.so.1", &script("LIBX_1")],
+    );
     std::os::unix::fs::symlink("libx.so.1", site_dir.join("libx/lib/libx.so")).unwrap();
-    let user = "extern \"C\" int x_func(int);\nextern \"C\" int user(int a) { return x_func(a); }\n";
+    let user =
+        "extern \"C\" int x_func(int);\nextern \"C\" int user(int a) { return x_func(a); }\n";
     gxx(
         dir.path(),
         &site_dir.join("user/_user.so"),
@@ -369,12 +421,29 @@ fn symbol_versions_are_honoured() {
             "-Wl,-rpath,$ORIGIN/../libx/lib",
         ],
     );
-    dist_info(&site_dir, "libx-1.0.dist-info", "libx", "1.0", &["libx/lib/libx.so.1"]);
-    dist_info(&site_dir, "user-2.0.dist-info", "user", "2.0", &["user/_user.so"]);
+    dist_info(
+        &site_dir,
+        "libx-1.0.dist-info",
+        "libx",
+        "1.0",
+        &["libx/lib/libx.so.1"],
+    );
+    dist_info(
+        &site_dir,
+        "user-2.0.dist-info",
+        "user",
+        "2.0",
+        &["user/_user.so"],
+    );
     let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
     // The provider moves its symbol to a new version: the old requirement is unmet.
-    gxx(dir.path(), &lib, provider, &["-Wl,-soname,libx.so.1", &script("LIBX_2")]);
+    gxx(
+        dir.path(),
+        &lib,
+        provider,
+        &["-Wl,-soname,libx.so.1", &script("LIBX_2")],
+    );
     let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
@@ -386,7 +455,9 @@ fn a_directory_that_is_no_environment_is_invalid_input() {
     let dir = tempfile::tempdir().unwrap();
     let output = upgrade(&["abi-check", dir.path().to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("is neither a site-packages directory"));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("is neither a site-packages directory")
+    );
     let output = upgrade(&["abi-check"]);
     assert_eq!(output.status.code(), Some(2));
 }

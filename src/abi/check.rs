@@ -108,9 +108,7 @@ impl<'a> Exports<'a> {
         };
         match &import.version {
             None => true,
-            Some(wanted) => {
-                !self.versioned || versions.iter().any(|v| *v == Some(wanted.as_str()))
-            }
+            Some(wanted) => !self.versioned || versions.iter().any(|v| *v == Some(wanted.as_str())),
         }
     }
 }
@@ -151,8 +149,13 @@ impl<'a> Index<'a> {
         let object = &self.environment.objects[from];
         let origin = parent(&object.path);
         for entry in &object.info.runpath {
-            let directory = entry.replace("${ORIGIN}", origin).replace("$ORIGIN", origin);
-            if let Some(found) = self.by_path.get(normalize(&format!("{directory}/{needed}")).as_str()) {
+            let directory = entry
+                .replace("${ORIGIN}", origin)
+                .replace("$ORIGIN", origin);
+            if let Some(found) = self
+                .by_path
+                .get(normalize(&format!("{directory}/{needed}")).as_str())
+            {
                 return Some(*found);
             }
         }
@@ -222,7 +225,10 @@ impl<'a> Stems<'a> {
 fn differences(wanted: &Signature, exported: &Signature) -> Vec<String> {
     let mut out = Vec::new();
     if wanted.name != exported.name {
-        out.push(format!("name: `{}` wanted, `{}` exported", wanted.name, exported.name));
+        out.push(format!(
+            "name: `{}` wanted, `{}` exported",
+            wanted.name, exported.name
+        ));
     }
     if wanted.params.len() == exported.params.len() {
         for (index, (left, right)) in wanted.params.iter().zip(&exported.params).enumerate() {
@@ -355,13 +361,17 @@ pub fn check(environment: &Environment) -> Outcome {
         })
         .collect();
     // The exports of every object some checked object may bind to.
-    let mut wanted: HashSet<usize> = plans.iter().flat_map(|(_, closure)| closure.iter().copied()).collect();
+    let mut wanted: HashSet<usize> = plans
+        .iter()
+        .flat_map(|(_, closure)| closure.iter().copied())
+        .collect();
     for (_, provider) in &providers {
         wanted.extend(objects_of(*provider).iter().copied());
     }
     let mut wanted: Vec<usize> = wanted.into_iter().collect();
     wanted.sort_unstable();
-    let built = super::tree::parallel_map(wanted, |object| (object, Exports::new(&objects[object])));
+    let built =
+        super::tree::parallel_map(wanted, |object| (object, Exports::new(&objects[object])));
     let exports: HashMap<usize, Exports<'_>> = built.into_iter().collect();
     let mut stems = Stems::default();
     let mut outcome = Outcome {
@@ -433,7 +443,9 @@ pub fn check(environment: &Environment) -> Outcome {
                 Some(expected) => Some(expected),
                 None => {
                     // An overload of the same function in a library of another distribution.
-                    let Some(stem) = demangle::stem(&import.name).filter(|stem| !standard_library(stem)) else {
+                    let Some(stem) =
+                        demangle::stem(&import.name).filter(|stem| !standard_library(stem))
+                    else {
                         continue;
                     };
                     let wanted_name = demangle::demangle(&import.name)
@@ -444,12 +456,18 @@ pub fn check(environment: &Environment) -> Outcome {
                         .copied()
                         .filter(|candidate| objects[*candidate].dist != dist)
                         .find(|candidate| {
-                            stems.of(environment, *candidate).get(stem).is_some_and(|found| {
-                                found.iter().any(|export| {
-                                    let shown = demangle::display(&objects[*candidate].info.exports[*export].name);
-                                    demangle::signature(&shown).map(|signature| signature.name) == wanted_name
+                            stems
+                                .of(environment, *candidate)
+                                .get(stem)
+                                .is_some_and(|found| {
+                                    found.iter().any(|export| {
+                                        let shown = demangle::display(
+                                            &objects[*candidate].info.exports[*export].name,
+                                        );
+                                        demangle::signature(&shown).map(|signature| signature.name)
+                                            == wanted_name
+                                    })
                                 })
-                            })
                         })
                         .map(|candidate| (objects[candidate].dist, vec![candidate]))
                 }
@@ -549,7 +567,10 @@ mod tests {
         let outcome = check(&environment(
             vec![
                 import("memcpy", Some(("GLIBC_2.14", "libc.so.6"))),
-                import("_ZNSt6thread6_StateD2Ev", Some(("GLIBCXX_3.4.22", "libstdc++.so.6"))),
+                import(
+                    "_ZNSt6thread6_StateD2Ev",
+                    Some(("GLIBCXX_3.4.22", "libstdc++.so.6")),
+                ),
                 import("__cxa_begin_catch", Some(("CXXABI_1.3", "libstdc++.so.6"))),
                 import("_Unwind_Resume", Some(("GCC_3.0", "libgcc_s.so.1"))),
                 import("PyLong_FromLong", None),
@@ -570,26 +591,48 @@ mod tests {
     fn versions_are_honoured() {
         let libx = vec![export("x_func", Some("LIBX_2"))];
         let wanted = |version| vec![import("x_func", Some((version, "libx.so.1")))];
-        assert!(check(&environment(wanted("LIBX_2"), Vec::new(), libx.clone())).missing.is_empty());
+        assert!(
+            check(&environment(wanted("LIBX_2"), Vec::new(), libx.clone()))
+                .missing
+                .is_empty()
+        );
         let outcome = check(&environment(wanted("LIBX_1"), Vec::new(), libx.clone()));
         assert_eq!(outcome.missing.len(), 1);
         assert_eq!(outcome.missing[0].provider, 1);
-        assert_eq!(outcome.missing[0].nearest[0].version.as_deref(), Some("LIBX_2"));
+        assert_eq!(
+            outcome.missing[0].nearest[0].version.as_deref(),
+            Some("LIBX_2")
+        );
         // Unversioned needs are met by any version; a provider without versions meets any.
-        assert!(check(&environment(vec![import("x_func", None)], Vec::new(), libx)).missing.is_empty());
+        assert!(
+            check(&environment(vec![import("x_func", None)], Vec::new(), libx))
+                .missing
+                .is_empty()
+        );
         let plain = vec![export("x_func", None)];
-        assert!(check(&environment(wanted("LIBX_1"), Vec::new(), plain)).missing.is_empty());
+        assert!(
+            check(&environment(wanted("LIBX_1"), Vec::new(), plain))
+                .missing
+                .is_empty()
+        );
     }
 
     #[test]
     fn a_torch_namespace_symbol_is_torchs_to_provide_and_shows_its_overloads() {
         let wanted = "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib";
         let torch = vec![
-            export("_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb", None),
+            export(
+                "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb",
+                None,
+            ),
             export("_ZN3c104cuda29c10_cuda_check_implementationEv", None),
             export("_ZN3c104cuda9other_oneEi", None),
         ];
-        let outcome = check(&environment(vec![import(wanted, None)], torch.clone(), Vec::new()));
+        let outcome = check(&environment(
+            vec![import(wanted, None)],
+            torch.clone(),
+            Vec::new(),
+        ));
         assert_eq!(outcome.missing.len(), 1);
         let nearest: Vec<&str> = outcome.missing[0]
             .nearest
@@ -606,16 +649,31 @@ mod tests {
         // Provided: nothing to report.
         let mut provided = torch;
         provided.push(export(wanted, None));
-        assert!(check(&environment(vec![import(wanted, None)], provided, Vec::new())).missing.is_empty());
+        assert!(
+            check(&environment(
+                vec![import(wanted, None)],
+                provided,
+                Vec::new()
+            ))
+            .missing
+            .is_empty()
+        );
     }
 
     #[test]
     fn an_overload_in_a_loaded_library_of_another_package_reveals_a_break_without_a_rule() {
         let libx = vec![export("_ZN3lib4workEj", None)];
-        let outcome = check(&environment(vec![import("_ZN3lib4workEi", None)], Vec::new(), libx));
+        let outcome = check(&environment(
+            vec![import("_ZN3lib4workEi", None)],
+            Vec::new(),
+            libx,
+        ));
         assert_eq!(outcome.missing.len(), 1);
         assert_eq!(outcome.missing[0].provider, 1);
-        assert_eq!(outcome.missing[0].nearest[0].demangled, "lib::work(unsigned int)");
+        assert_eq!(
+            outcome.missing[0].nearest[0].demangled,
+            "lib::work(unsigned int)"
+        );
         // std:: is the C++ runtime's, never another package's.
         let libx = vec![export("_ZNSt6vectorIiSaIiEE9push_backERKi", None)];
         let outcome = check(&environment(

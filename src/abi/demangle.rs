@@ -163,7 +163,10 @@ mod tests {
         assert_eq!(distance(&wanted.params, &exported.params), 1);
         assert_eq!(exported.params[3], "unsigned int");
         assert_eq!(stem(WANTED), stem(EXPORTED));
-        assert_eq!(stem(WANTED), Some("_ZN3c104cuda29c10_cuda_check_implementation"));
+        assert_eq!(
+            stem(WANTED),
+            Some("_ZN3c104cuda29c10_cuda_check_implementation")
+        );
         assert_eq!(namespace(WANTED), Some("c10"));
         assert_eq!(namespace("_ZNK2at6Tensor3dimEv"), Some("at"));
         assert_eq!(demangle("memcpy"), None);

@@ -3,9 +3,9 @@
 //! `NEEDED`, `SONAME`, `RUNPATH`/`RPATH` of `.dynamic`. Only those sections are read
 //! ([`ranges`] picks them), never code or data.
 
+use object::Endianness;
 use object::elf::{self, FileHeader64};
 use object::read::elf::{FileHeader, SectionHeader, Sym};
-use object::Endianness;
 
 use super::sparse::Sparse;
 
@@ -166,9 +166,10 @@ pub fn ranges_of_bytes(bytes: &[u8]) -> Result<Option<Sparse>, ElfError> {
     ranges(bytes.len() as u64, |offset, length| {
         let from = usize::try_from(offset).unwrap_or(usize::MAX);
         let to = usize::try_from(offset.saturating_add(length)).unwrap_or(usize::MAX);
-        bytes.get(from..to.min(bytes.len())).map(<[u8]>::to_vec).ok_or_else(|| {
-            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end")
-        })
+        bytes
+            .get(from..to.min(bytes.len()))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "past the end"))
     })
 }
 

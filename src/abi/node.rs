@@ -38,7 +38,8 @@ pub async fn environment(transport: &Transport, python: &Path) -> Result<Environ
                 .map(std::path::PathBuf::from)
                 .collect();
             tokio::task::spawn_blocking(move || {
-                let directories: Vec<&Path> = sites.iter().map(std::path::PathBuf::as_path).collect();
+                let directories: Vec<&Path> =
+                    sites.iter().map(std::path::PathBuf::as_path).collect();
                 tree::site_packages(&directories)
             })
             .await
@@ -55,7 +56,8 @@ pub async fn streamed(transport: &Transport, python: &Path) -> Result<Environmen
     if !output.success() {
         return Err(failed(transport, python, output.stderr_text()));
     }
-    let tables = remote::parse(&output.stdout).map_err(|message| failed(transport, python, message))?;
+    let tables =
+        remote::parse(&output.stdout).map_err(|message| failed(transport, python, message))?;
     tokio::task::spawn_blocking(move || tree::build(tables.roots, tables.dists, tables.pending))
         .await
         .map_err(|error| failed(transport, python, error.to_string()))

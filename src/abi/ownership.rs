@@ -125,7 +125,11 @@ mod tests {
         let record = b"torch/lib/libc10.so,sha256=abc,123\n\"odd,name.so\",,\ntorch-2.11.0.dist-info/RECORD,,\n";
         assert_eq!(
             record_paths(record),
-            vec!["torch/lib/libc10.so", "odd,name.so", "torch-2.11.0.dist-info/RECORD"]
+            vec![
+                "torch/lib/libc10.so",
+                "odd,name.so",
+                "torch-2.11.0.dist-info/RECORD"
+            ]
         );
         assert_eq!(
             metadata(b"Metadata-Version: 2.1\nName: torch\nVersion: 2.11.0+cu130\n\nName: body\n"),

@@ -7,9 +7,9 @@
 
 use std::io::Read;
 
+use super::Dist;
 use super::sparse::Sparse;
 use super::tree::{Pending, Source};
-use super::Dist;
 
 /// The node-side script: `sites` prints the site-packages directories one per line;
 /// `tables` streams frames `KIND LENGTH\n PAYLOAD` (S: a site directory, D: a
@@ -180,11 +180,17 @@ pub fn parse(compressed: &[u8]) -> Result<Tables, String> {
     while !rest.is_empty() {
         let head = line(&mut rest).ok_or("a frame has no header")?;
         let (kind, length) = head.split_once(' ').ok_or("a frame header has no length")?;
-        let length: usize = length.parse().map_err(|_| format!("bad frame length `{length}`"))?;
+        let length: usize = length
+            .parse()
+            .map_err(|_| format!("bad frame length `{length}`"))?;
         let payload = rest.get(..length).ok_or("a frame is cut short")?;
         rest = &rest[length..];
         match kind {
-            "S" => tables.roots.push(super::ownership::normalize(&String::from_utf8_lossy(payload))),
+            "S" => tables
+                .roots
+                .push(super::ownership::normalize(&String::from_utf8_lossy(
+                    payload,
+                ))),
             "D" => dist_name = String::from_utf8_lossy(payload).into_owned(),
             "M" => metadata = payload.to_vec(),
             "R" => {
@@ -198,7 +204,11 @@ pub fn parse(compressed: &[u8]) -> Result<Tables, String> {
             }
             "E" => {
                 let root = tables.roots.last().cloned().unwrap_or_default();
-                let dist = tables.dists.len().checked_sub(1).ok_or("a library before any distribution")?;
+                let dist = tables
+                    .dists
+                    .len()
+                    .checked_sub(1)
+                    .ok_or("a library before any distribution")?;
                 let pending = object(payload, &root, dist).ok_or("a library frame is malformed")?;
                 tables.pending.push(pending);
             }

@@ -4,8 +4,8 @@
 
 use serde::Serialize;
 
-use super::check::Outcome;
 use super::Environment;
+use super::check::Outcome;
 use crate::facts::{Finding, FindingCode, Severity};
 use crate::report::text_value;
 
@@ -194,7 +194,10 @@ impl Report {
                 .as_deref()
                 .map(|version| format!(" @{}", text_value(version)))
                 .unwrap_or_default();
-            out.push_str(&format!("    wanted    {}{version}\n", text_value(&missing.wanted)));
+            out.push_str(&format!(
+                "    wanted    {}{version}\n",
+                text_value(&missing.wanted)
+            ));
             if missing.nearest.is_empty() {
                 out.push_str(&format!(
                     "    exported  nothing of that name (searched {})\n",
@@ -227,7 +230,9 @@ impl Report {
             self.packages, self.objects, self.objects_checked, self.imports_checked, self.seconds
         );
         if self.ok {
-            out.push_str(&format!("{node}: abi-check passed: no missing symbols ({counts})\n"));
+            out.push_str(&format!(
+                "{node}: abi-check passed: no missing symbols ({counts})\n"
+            ));
         } else {
             out.push_str(&format!(
                 "{node}: abi-check FAILED: {} missing symbol{} ({counts})\n",

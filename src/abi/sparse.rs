@@ -48,7 +48,10 @@ impl Sparse {
 
     /// How many bytes are known.
     pub fn known_bytes(&self) -> u64 {
-        self.chunks.iter().map(|(_, bytes)| bytes.len() as u64).sum()
+        self.chunks
+            .iter()
+            .map(|(_, bytes)| bytes.len() as u64)
+            .sum()
     }
 
     fn chunk(&self, offset: u64, length: u64) -> Option<&[u8]> {
@@ -82,8 +85,8 @@ impl<'a> object::ReadRef<'a> for &'a Sparse {
             })
             .ok_or(())?;
         let from = usize::try_from(range.start - start).map_err(|_| ())?;
-        let to = usize::try_from(range.end.min(start + bytes.len() as u64) - start)
-            .map_err(|_| ())?;
+        let to =
+            usize::try_from(range.end.min(start + bytes.len() as u64) - start).map_err(|_| ())?;
         let window = bytes.get(from..to).ok_or(())?;
         let length = window
             .iter()

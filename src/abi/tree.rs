@@ -150,7 +150,12 @@ pub fn site_packages(directories: &[&Path]) -> Result<Environment, AbiError> {
         if !directory.is_dir() {
             continue;
         }
-        let root = normalize(&std::path::absolute(directory).map_err(read_error(directory))?.display().to_string());
+        let root = normalize(
+            &std::path::absolute(directory)
+                .map_err(read_error(directory))?
+                .display()
+                .to_string(),
+        );
         let mut infos: Vec<String> = std::fs::read_dir(directory)
             .map_err(read_error(directory))?
             .filter_map(Result::ok)
@@ -195,7 +200,12 @@ fn installed_path(entry: &str) -> Option<&str> {
 /// The distributions and shared objects of the wheels in `directory`, as if installed
 /// together into one site-packages.
 pub fn wheels(directory: &Path) -> Result<Environment, AbiError> {
-    let root = normalize(&std::path::absolute(directory).map_err(read_error(directory))?.display().to_string());
+    let root = normalize(
+        &std::path::absolute(directory)
+            .map_err(read_error(directory))?
+            .display()
+            .to_string(),
+    );
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(directory)
         .map_err(read_error(directory))?
         .filter_map(Result::ok)
@@ -229,14 +239,16 @@ pub fn wheels(directory: &Path) -> Result<Environment, AbiError> {
                 .map_err(|error| wheel_error(format!("{name}: {error}")))?;
             Ok::<_, AbiError>(bytes)
         };
-        let Some(record_name) = names.iter().find(|name| {
-            name.ends_with(".dist-info/RECORD") && name.matches('/').count() == 1
-        }) else {
+        let Some(record_name) = names
+            .iter()
+            .find(|name| name.ends_with(".dist-info/RECORD") && name.matches('/').count() == 1)
+        else {
             return Err(wheel_error("it has no `*.dist-info/RECORD`".to_string()));
         };
         let info_dir = record_name.trim_end_matches("/RECORD").to_string();
         let record = read_entry(&mut archive, record_name)?;
-        let metadata = read_entry(&mut archive, &format!("{info_dir}/METADATA")).unwrap_or_default();
+        let metadata =
+            read_entry(&mut archive, &format!("{info_dir}/METADATA")).unwrap_or_default();
         let (dist, _) = dist_of(&record, &metadata, &info_dir);
         let index = dists.len();
         dists.push(dist);

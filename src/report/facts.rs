@@ -18,8 +18,7 @@ pub fn json_with(facts: &NodeFacts, extra: &[Finding]) -> Result<String, FactsEr
     if let serde_json::Value::Object(map) = &mut value {
         map.insert(
             "findings".to_string(),
-            serde_json::to_value(all_findings(facts, extra))
-                .map_err(FactsError::SerializeFacts)?,
+            serde_json::to_value(all_findings(facts, extra)).map_err(FactsError::SerializeFacts)?,
         );
     }
     serde_json::to_string_pretty(&value).map_err(FactsError::SerializeFacts)
