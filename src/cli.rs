@@ -39,6 +39,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Undo a node's last apply (or every apply back to `--to RUN`) from its journal: files get their before-images back, the Python environment its earlier packages; toolkits stay. Then probe.
     Rollback(RollbackArgs),
+    /// Check native extensions against the libraries they load: every undefined symbol another package of the environment should provide must be exported by it (symbol versions honoured). Exit 1 with a report when one is missing.
+    AbiCheck(AbiCheckArgs),
     /// Package indexes: record what resolving a manifest needs, record the sha256 of locked files, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
@@ -115,6 +117,28 @@ pub struct ProbeArgs {
     /// Output format; the JSON is what `--facts` accepts in `lock` and `plan`.
     #[arg(long, value_enum, default_value_t = FactsFormat::Text)]
     pub format: FactsFormat,
+}
+
+/// `upgrade abi-check (--local | --host H | DIR)`
+#[derive(Debug, Args)]
+#[group(id = "abi_node", required = true, multiple = false, args = ["local", "host", "directory"])]
+pub struct AbiCheckArgs {
+    /// A site-packages directory, or a directory of wheels (checked as if installed
+    /// together, before they are).
+    #[arg(value_name = "DIR")]
+    pub directory: Option<PathBuf>,
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// The interpreter whose environment to check on the node, e.g. `/opt/venv/bin/python3`.
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    pub python: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
+    pub format: ApplyFormat,
 }
 
 /// `upgrade plan MANIFEST (--local | --host H | --facts FILE)`

@@ -4,6 +4,7 @@
 //! planned per node from [`facts`] and applied. This crate root is only the table of
 //! contents.
 
+pub mod abi;
 pub mod calendar;
 pub mod cli;
 pub mod commands;

@@ -3,6 +3,7 @@
 //! Errors that stop a verb are [`CommandError`]s; each class maps to one exit code,
 //! documented in the README.
 
+mod abi_check;
 mod apply;
 mod diff;
 mod fleet;
@@ -104,6 +105,9 @@ pub enum CommandError {
         /// What is wrong with it.
         message: String,
     },
+    /// An environment could not be read for the ABI check.
+    #[error(transparent)]
+    Abi(#[from] crate::abi::AbiError),
     /// The manifest has no `verify` section.
     #[error("Failed to verify: `{}` has no `verify` section", path.display())]
     NoVerify {
@@ -178,7 +182,13 @@ impl CommandError {
             | Self::PlanFile { .. }
             | Self::Inventory(_)
             | Self::Refused(_)
-            | Self::NoVerify { .. } => ExitStatus::InvalidInput,
+            | Self::NoVerify { .. }
+            | Self::Abi(
+                crate::abi::AbiError::NotAnEnvironment { .. }
+                | crate::abi::AbiError::Read { .. }
+                | crate::abi::AbiError::Wheel { .. },
+            ) => ExitStatus::InvalidInput,
+            Self::Abi(_) => ExitStatus::Failure,
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Exec(_)
             | Self::Locked(_)
@@ -213,5 +223,6 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Verify(args) => verify::run(&args, printer),
         Command::Status(args) => status::run(&args, printer),
         Command::Rollback(args) => rollback::run(&args, printer),
+        Command::AbiCheck(args) => abi_check::run(&args, printer),
     }
 }

@@ -1,14 +1,35 @@
-//! `upgrade probe (--local | --host H)`: a node's facts and findings.
+//! `upgrade probe (--local | --host H)`: a node's facts and findings, with the ABI
+//! check's findings for the interpreter's environment (one more round trip).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::abi;
 
 use crate::cli::{FactsFormat, ProbeArgs};
 use crate::commands::{CommandError, ExitStatus, node, runtime};
 use crate::exec;
-use crate::facts::ProbeRequest;
+use crate::facts::{Finding, FindingCode, ProbeRequest, Severity};
 use crate::manifest;
 use crate::printer::Printer;
 use crate::report;
+use crate::transport::Transport;
+
+/// The ABI check's findings for the interpreter's environment; an environment that
+/// cannot be read is a note, not a failed probe.
+async fn abi_findings(transport: &Transport, python: &Path) -> Vec<Finding> {
+    match abi::node::environment(transport, python).await {
+        Ok(environment) => {
+            let outcome = abi::check(&environment);
+            abi::Report::new(&environment, &outcome, 0.0).findings()
+        }
+        Err(error) => vec![Finding {
+            severity: Severity::Info,
+            code: FindingCode::ProbeSectionFailed,
+            message: format!("the ABI check could not read the environment: {error}"),
+            hint: None,
+        }],
+    }
+}
 
 /// Probe the node and print its facts.
 pub fn run(args: &ProbeArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -28,17 +49,24 @@ pub fn run(args: &ProbeArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     }
     let request = ProbeRequest::new(python, libraries);
     let selection = node::selection(&args.node, &args.ssh);
-    let facts = runtime()?.block_on(async {
+    let (facts, abi_findings) = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;
-        exec::gather_facts(&transport, &request).await
+        let facts = exec::gather_facts(&transport, &request).await?;
+        // The ABI check reads the environment's shared objects: a second round trip,
+        // only when the interpreter answered.
+        let abi_findings = match &facts.python {
+            Some(python) => abi_findings(&transport, &python.executable).await,
+            None => Vec::new(),
+        };
+        Ok::<_, CommandError>((facts, abi_findings))
     })?;
     let text = match args.format {
         FactsFormat::Json => {
-            let mut json = report::facts::json(&facts)?;
+            let mut json = report::facts::json_with(&facts, &abi_findings)?;
             json.push('\n');
             json
         }
-        FactsFormat::Text => report::facts::text(&facts),
+        FactsFormat::Text => report::facts::text_with(&facts, &abi_findings),
     };
     printer.out(&text).map_err(CommandError::Output)?;
     Ok(ExitStatus::Success)

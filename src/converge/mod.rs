@@ -15,7 +15,9 @@ mod node;
 mod rollback;
 
 pub use error::ConvergeError;
-pub use node::{ApplyOptions, NodeOutcome, StepRecord, converge_node, converge_probed};
+pub use node::{
+    ApplyOptions, NodeOutcome, StepRecord, abi_check_step, converge_node, converge_probed,
+};
 pub use rollback::{RollbackOptions, RollbackOutcome, rollback_node};
 
 use std::collections::BTreeMap;

@@ -1,6 +1,7 @@
 //! One node, start to end, under the node's lock (a second apply is refused, naming the
 //! holder): facts, lock (or a saved plan's, refused when the node changed), plan, each step re-checked against fresh facts right before it runs,
-//! applied and verified, then the verification launch. The result is a typed
+//! applied and verified, then the ABI check of the environment's native extensions
+//! (a missing symbol stops the node with the report), then the verification launch. The result is a typed
 //! [`NodeOutcome`]; a failing step is an outcome, not an error.
 
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ pub struct StepRecord {
     pub kind: String,
     /// What the plan said it would do.
     pub action: Action,
-    /// `no-op`, `applied` or `failed`.
+    /// `no-op`, `applied`, `checked` (the ABI check passed) or `failed`.
     pub outcome: &'static str,
     /// Why, as the plan said it.
     pub reason: String,
@@ -89,6 +90,46 @@ fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> S
         command: failure.as_ref().map(|f| f.operation.clone()),
         status: failure.as_ref().and_then(|f| f.status),
         output: failure.map(|f| f.detail),
+    }
+}
+
+/// The ABI check of the target interpreter's environment as a step record: `checked`
+/// with the counts, or `failed` with the report (or why the environment could not be
+/// read) as its output.
+pub async fn abi_check_step(transport: &Transport, python: &Path) -> StepRecord {
+    let started = Instant::now();
+    let record = |outcome, reason: String, output| StepRecord {
+        kind: "abi-check".to_string(),
+        action: Action::NoOp,
+        outcome,
+        reason,
+        command: None,
+        status: None,
+        output,
+    };
+    match crate::abi::node::environment(transport, python).await {
+        Ok(environment) => {
+            let outcome = crate::abi::check(&environment);
+            let report =
+                crate::abi::Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
+            let summary = format!(
+                "{} shared objects of {} packages, {} symbols looked up across packages, {} missing",
+                report.objects,
+                report.packages,
+                report.imports_checked,
+                report.missing.len()
+            );
+            if report.ok {
+                record("checked", summary, None)
+            } else {
+                record("failed", summary, Some(report.text(transport.name())))
+            }
+        }
+        Err(error) => record(
+            "failed",
+            "the environment's shared objects could not be read".to_string(),
+            Some(error.to_string()),
+        ),
     }
 }
 
@@ -363,6 +404,20 @@ impl Run<'_> {
             }
         }
         reporter.done();
+        // The binaries before the server: a missing symbol stops the node with the
+        // report instead of a Traceback in the server's log.
+        if plan.verify.is_some() && options.verify {
+            reporter.step(&format!(
+                "{node}: abi-check — native extensions against the libraries they load"
+            ));
+            let record = abi_check_step(transport, &prepared.manifest.target.python).await;
+            reporter.done();
+            let failed = record.outcome == "failed";
+            steps.push(record);
+            if failed {
+                return Ok(finish(false, steps, None));
+            }
+        }
         let verification = match (&plan.verify, options.verify) {
             (Some(verify), true) => {
                 reporter.step(&format!(

@@ -49,6 +49,9 @@ pub enum FindingCode {
     NoGpus,
     /// A probe command failed.
     ProbeSectionFailed,
+    /// A native extension needs a symbol that the package meant to provide it does not
+    /// export (`upgrade abi-check` shows every one).
+    AbiSymbolMissing,
 }
 
 /// One finding, e.g. warning `system-cudnn-older-than-wheel`: "System cuDNN `9.14.0` in

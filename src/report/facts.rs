@@ -3,24 +3,42 @@
 use std::fmt::Write;
 
 use super::text_value;
-use crate::facts::{FactsError, NodeFacts, Severity};
+use crate::facts::{FactsError, Finding, NodeFacts, Severity};
 
 /// The facts as JSON with their findings; `--facts FILE` reads it back.
 pub fn json(facts: &NodeFacts) -> Result<String, FactsError> {
+    json_with(facts, &[])
+}
+
+/// [`json`] with findings made beyond the facts (the ABI check's) after the facts' own.
+pub fn json_with(facts: &NodeFacts, extra: &[Finding]) -> Result<String, FactsError> {
     let text = facts.to_json()?;
     let mut value: serde_json::Value =
         serde_json::from_str(&text).map_err(FactsError::SerializeFacts)?;
     if let serde_json::Value::Object(map) = &mut value {
         map.insert(
             "findings".to_string(),
-            serde_json::to_value(facts.findings()).map_err(FactsError::SerializeFacts)?,
+            serde_json::to_value(all_findings(facts, extra)).map_err(FactsError::SerializeFacts)?,
         );
     }
     serde_json::to_string_pretty(&value).map_err(FactsError::SerializeFacts)
 }
 
+/// The facts' findings and `extra`, most severe first.
+fn all_findings(facts: &NodeFacts, extra: &[Finding]) -> Vec<Finding> {
+    let mut found = facts.findings();
+    found.extend(extra.iter().cloned());
+    found.sort_by_key(|finding| std::cmp::Reverse(finding.severity));
+    found
+}
+
 /// A summary: GPUs, driver, toolkits, interpreter, torch, expected libraries, findings.
 pub fn text(facts: &NodeFacts) -> String {
+    text_with(facts, &[])
+}
+
+/// [`text`] with findings made beyond the facts (the ABI check's).
+pub fn text_with(facts: &NodeFacts, extra: &[Finding]) -> String {
     let mut out = String::new();
     let driver = facts
         .driver
@@ -121,7 +139,7 @@ pub fn text(facts: &NodeFacts) -> String {
         };
         let _ = writeln!(out, "sitecustomize: {}{managed}", text_value(&origin));
     }
-    for finding in facts.findings() {
+    for finding in all_findings(facts, extra) {
         let label = match finding.severity {
             Severity::Warning => "warning",
             Severity::Info => "note",

@@ -1,0 +1,463 @@
+//! `upgrade abi-check` on shared objects built here with the system `g++`: a provider
+//! exporting `c10::cuda::c10_cuda_check_implementation(…, unsigned int, bool)` and an
+//! extension needing the `int` form fail with the side-by-side report, in a
+//! site-packages directory, in a directory of wheels (before install) and in a real
+//! virtual environment (read in place and streamed as a node sends it); the matching
+//! pair passes; weak, interpreter and C/C++ runtime symbols are never reported; symbol
+//! versions are honoured.
+//!
+//! See: issue 11 (ELF-level ABI check).
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly at the first surprise"
+)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cuda_upgrade::abi;
+use cuda_upgrade::transport::{LocalTransport, Transport};
+
+const PROVIDER_UNSIGNED: &str = r#"
+namespace c10 { namespace cuda {
+void c10_cuda_check_implementation(int err, const char* file, const char* func, unsigned int line, bool include) {
+    (void)err; (void)file; (void)func; (void)line; (void)include;
+}
+} }
+"#;
+
+const EXTENSION_INT: &str = r#"
+namespace c10 { namespace cuda {
+void c10_cuda_check_implementation(int err, const char* file, const char* func, int line, bool include);
+} }
+extern "C" int PyInit_common_ops() {
+    c10::cuda::c10_cuda_check_implementation(0, __FILE__, "f", __LINE__, true);
+    return 0;
+}
+"#;
+
+const EXTENSION_UNSIGNED: &str = r#"
+namespace c10 { namespace cuda {
+void c10_cuda_check_implementation(int err, const char* file, const char* func, unsigned int line, bool include);
+} }
+extern "C" int PyInit_common_ops() {
+    c10::cuda::c10_cuda_check_implementation(0, __FILE__, "f", __LINE__, true);
+    return 0;
+}
+"#;
+
+const WANTED: &str = "    wanted    c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)\n";
+const EXPORTED: &str = "    exported  c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)   in torch/lib/libc10_cuda.so\n              parameter 4: `int` wanted, `unsigned int` exported\n";
+const HINT: &str = "    hint: sgl-kernel 0.3.21 was built against a different torch than the torch 2.10.0 installed here";
+
+fn upgrade(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .output()
+        .expect("run upgrade")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+/// Build a shared object with the system `g++`.
+fn gxx(dir: &Path, output: &Path, source: &str, extra: &[&str]) {
+    let file = dir.join(format!(
+        "{}.cpp",
+        output.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&file, source).unwrap();
+    std::fs::create_dir_all(output.parent().unwrap()).unwrap();
+    let result = Command::new("g++")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(output)
+        .arg(&file)
+        .args(extra)
+        .output()
+        .expect("g++ (tests/run installs it)");
+    assert!(
+        result.status.success(),
+        "g++ failed: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+}
+
+fn dist_info(site: &Path, dir: &str, name: &str, version: &str, files: &[&str]) {
+    let info = site.join(dir);
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(
+        info.join("METADATA"),
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nA description.\n"),
+    )
+    .unwrap();
+    let mut record: String = files.iter().map(|file| format!("{file},,\n")).collect();
+    record.push_str(&format!("{dir}/METADATA,,\n{dir}/RECORD,,\n"));
+    std::fs::write(info.join("RECORD"), record).unwrap();
+}
+
+/// torch 2.10.0 with `torch/lib/libc10_cuda.so` and sgl-kernel 0.3.21 with an extension
+/// built from `extension` against it, laid out as a site-packages directory.
+fn site(dir: &Path, site: &Path, extension: &str) {
+    let provider = site.join("torch/lib/libc10_cuda.so");
+    gxx(
+        dir,
+        &provider,
+        PROVIDER_UNSIGNED,
+        &["-Wl,-soname,libc10_cuda.so"],
+    );
+    let lib = site.join("torch/lib");
+    gxx(
+        dir,
+        &site.join("sgl_kernel/common_ops.abi3.so"),
+        extension,
+        &[
+            &format!("-L{}", lib.display()),
+            "-lc10_cuda",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+        ],
+    );
+    dist_info(
+        site,
+        "torch-2.10.0.dist-info",
+        "torch",
+        "2.10.0",
+        &["torch/lib/libc10_cuda.so"],
+    );
+    dist_info(
+        site,
+        "sgl_kernel-0.3.21.dist-info",
+        "sgl-kernel",
+        "0.3.21",
+        &["sgl_kernel/common_ops.abi3.so"],
+    );
+}
+
+fn wheel(path: &Path, site: &Path, dist_info_dir: &str, files: &[&str]) {
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    let mut entries: Vec<String> = files.iter().map(|file| (*file).to_string()).collect();
+    entries.push(format!("{dist_info_dir}/METADATA"));
+    entries.push(format!("{dist_info_dir}/RECORD"));
+    for entry in entries {
+        writer.start_file(entry.as_str(), options).unwrap();
+        writer
+            .write_all(&std::fs::read(site.join(&entry)).unwrap())
+            .unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+#[test]
+fn an_int_extension_against_an_unsigned_provider_fails_with_the_overloads_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let site_dir = dir.path().join("site-packages");
+    site(dir.path(), &site_dir, EXTENSION_INT);
+    let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("missing symbol: sgl-kernel 0.3.21 `sgl_kernel/common_ops.abi3.so` needs from torch 2.10.0:\n"), "{text}");
+    assert!(text.contains(&format!("{WANTED}{EXPORTED}")), "{text}");
+    assert!(
+        text.contains("    symbol    _ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib\n"),
+        "{text}"
+    );
+    assert!(text.contains(HINT), "{text}");
+    assert!(
+        text.contains("abi-check FAILED: 1 missing symbol"),
+        "{text}"
+    );
+
+    let output = upgrade(&["abi-check", site_dir.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["ok"], false);
+    let missing = &json["missing"][0];
+    assert_eq!(missing["needed_by"]["package"], "sgl-kernel");
+    assert_eq!(missing["provider"]["version"], "2.10.0");
+    assert_eq!(
+        missing["wanted"],
+        "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)"
+    );
+    assert_eq!(
+        missing["nearest"][0]["exported"],
+        "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)"
+    );
+    assert_eq!(
+        missing["nearest"][0]["symbol"],
+        "_ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_jb"
+    );
+}
+
+#[test]
+fn the_matching_pair_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let site_dir = dir.path().join("site-packages");
+    site(dir.path(), &site_dir, EXTENSION_UNSIGNED);
+    let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("abi-check passed: no missing symbols (2 packages, 2 shared objects, 1 use another package's libraries, 1 symbols looked up across packages"), "{text}");
+}
+
+#[test]
+fn a_directory_of_wheels_fails_before_it_is_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let site_dir = dir.path().join("build");
+    site(dir.path(), &site_dir, EXTENSION_INT);
+    let wheels = dir.path().join("wheels");
+    std::fs::create_dir_all(&wheels).unwrap();
+    wheel(
+        &wheels.join("torch-2.10.0-cp312-cp312-manylinux_2_28_x86_64.whl"),
+        &site_dir,
+        "torch-2.10.0.dist-info",
+        &["torch/lib/libc10_cuda.so"],
+    );
+    wheel(
+        &wheels.join("sgl_kernel-0.3.21-cp310-abi3-manylinux2014_x86_64.whl"),
+        &site_dir,
+        "sgl_kernel-0.3.21.dist-info",
+        &["sgl_kernel/common_ops.abi3.so"],
+    );
+    let output = upgrade(&["abi-check", wheels.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains(&format!("{WANTED}{EXPORTED}")), "{text}");
+    assert!(text.contains(HINT), "{text}");
+}
+
+fn venv(dir: &Path) -> (PathBuf, PathBuf) {
+    let status = Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(dir.join("venv"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let python = dir.join("venv/bin/python3");
+    let output = Command::new(&python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+        ])
+        .output()
+        .unwrap();
+    let site = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    (python, site)
+}
+
+#[test]
+fn a_virtual_environment_fails_alike_read_in_place_and_streamed_as_from_a_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let (python, site_dir) = venv(dir.path());
+    site(dir.path(), &site_dir, EXTENSION_INT);
+    let output = upgrade(&["abi-check", "--local", "--python", python.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.starts_with("local: missing symbol: sgl-kernel 0.3.21"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{WANTED}{EXPORTED}")), "{text}");
+
+    // probe: a finding names the file, the symbol and the nearest export.
+    let output = upgrade(&["probe", "--local", "--python", python.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("warning: `sgl_kernel/common_ops.abi3.so` of sgl-kernel 0.3.21 needs `c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)`, which torch 2.10.0 does not export; it exports `c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)`\n"), "{text}");
+    let output = upgrade(&[
+        "probe",
+        "--local",
+        "--python",
+        python.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|finding| finding["code"] == "abi-symbol-missing"),
+        "{json:#}"
+    );
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let transport = Transport::Local(LocalTransport::new());
+    let (in_place, streamed) = runtime.block_on(async {
+        (
+            abi::node::environment(&transport, &python).await.unwrap(),
+            abi::node::streamed(&transport, &python).await.unwrap(),
+        )
+    });
+    let report = |environment: &abi::Environment| {
+        let mut report = abi::Report::new(environment, &abi::check(environment), 0.0);
+        report.seconds = 0.0;
+        report
+    };
+    assert_eq!(in_place.objects.len(), 2);
+
+    // apply's check step before the verification launch stops the node with the report.
+    let step = runtime.block_on(cuda_upgrade::converge::abi_check_step(&transport, &python));
+    assert_eq!((step.kind.as_str(), step.outcome), ("abi-check", "failed"));
+    let output = step.output.unwrap();
+    assert!(output.contains(&format!("{WANTED}{EXPORTED}")), "{output}");
+    let missing_form = site_dir.join("sgl_kernel/common_ops.abi3.so");
+    gxx(
+        dir.path(),
+        &missing_form,
+        EXTENSION_UNSIGNED,
+        &[
+            &format!("-L{}", site_dir.join("torch/lib").display()),
+            "-lc10_cuda",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+        ],
+    );
+    let step = runtime.block_on(cuda_upgrade::converge::abi_check_step(&transport, &python));
+    assert_eq!(step.outcome, "checked", "{step:?}");
+    assert!(step.reason.contains("0 missing"), "{}", step.reason);
+    gxx(
+        dir.path(),
+        &missing_form,
+        EXTENSION_INT,
+        &[
+            &format!("-L{}", site_dir.join("torch/lib").display()),
+            "-lc10_cuda",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+        ],
+    );
+    assert_eq!(report(&in_place), report(&streamed));
+    assert_eq!(report(&streamed).missing.len(), 1);
+}
+
+#[test]
+fn weak_interpreter_and_runtime_symbols_are_never_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let site_dir = dir.path().join("site-packages");
+    site(dir.path(), &site_dir, EXTENSION_UNSIGNED);
+    // An extension that loads torch's library and needs, besides a symbol torch
+    // exports: a weak c10 symbol nobody
+    // defines, the interpreter's `PyLong_FromLong`, glibc's `memcpy` and libstdc++'s
+    // `std::string` (both versioned).
+    let source = r#"
+#include <cstring>
+#include <string>
+namespace c10 { __attribute__((weak)) void optional_hook(int); }
+namespace c10 { namespace cuda {
+void c10_cuda_check_implementation(int err, const char* file, const char* func, unsigned int line, bool include);
+} }
+extern "C" void* PyLong_FromLong(long);
+extern "C" int entry(char* out, const char* in, unsigned long n) {
+    if (c10::optional_hook) c10::optional_hook(1);
+    c10::cuda::c10_cuda_check_implementation(0, __FILE__, "entry", __LINE__, true);
+    std::memcpy(out, in, n);
+    std::string text(in, n);
+    PyLong_FromLong(static_cast<long>(text.size()));
+    return 0;
+}
+"#;
+    let lib = site_dir.join("torch/lib");
+    gxx(
+        dir.path(),
+        &site_dir.join("other/_ext.so"),
+        source,
+        &[
+            &format!("-L{}", lib.display()),
+            "-lc10_cuda",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+        ],
+    );
+    dist_info(
+        &site_dir,
+        "other-1.0.dist-info",
+        "other",
+        "1.0",
+        &["other/_ext.so"],
+    );
+    let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("3 packages, 3 shared objects, 2 use another package's libraries"),
+        "{text}"
+    );
+}
+
+#[test]
+fn symbol_versions_are_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let site_dir = dir.path().join("site-packages");
+    let script = |version: &str| {
+        let path = dir.path().join(format!("{version}.map"));
+        std::fs::write(
+            &path,
+            format!("{version} {{ global: x_func; local: *; }};\n"),
+        )
+        .unwrap();
+        format!("-Wl,--version-script={}", path.display())
+    };
+    let provider = "extern \"C\" int x_func(int a) { return a + 1; }\n";
+    let lib = site_dir.join("libx/lib/libx.so.1");
+    gxx(
+        dir.path(),
+        &lib,
+        provider,
+        &["-Wl,-soname,libx.so.1", &script("LIBX_1")],
+    );
+    std::os::unix::fs::symlink("libx.so.1", site_dir.join("libx/lib/libx.so")).unwrap();
+    let user =
+        "extern \"C\" int x_func(int);\nextern \"C\" int user(int a) { return x_func(a); }\n";
+    gxx(
+        dir.path(),
+        &site_dir.join("user/_user.so"),
+        user,
+        &[
+            &format!("-L{}", site_dir.join("libx/lib").display()),
+            "-lx",
+            "-Wl,-rpath,$ORIGIN/../libx/lib",
+        ],
+    );
+    dist_info(
+        &site_dir,
+        "libx-1.0.dist-info",
+        "libx",
+        "1.0",
+        &["libx/lib/libx.so.1"],
+    );
+    dist_info(
+        &site_dir,
+        "user-2.0.dist-info",
+        "user",
+        "2.0",
+        &["user/_user.so"],
+    );
+    let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    // The provider moves its symbol to a new version: the old requirement is unmet.
+    gxx(
+        dir.path(),
+        &lib,
+        provider,
+        &["-Wl,-soname,libx.so.1", &script("LIBX_2")],
+    );
+    let output = upgrade(&["abi-check", site_dir.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("missing symbol: user 2.0 `user/_user.so` needs from libx 1.0:\n    wanted    x_func @LIBX_1\n    exported  x_func @LIBX_2   in libx/lib/libx.so.1\n              version: `LIBX_1` wanted, `LIBX_2` exported\n"), "{text}");
+}
+
+#[test]
+fn a_directory_that_is_no_environment_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = upgrade(&["abi-check", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("is neither a site-packages directory")
+    );
+    let output = upgrade(&["abi-check"]);
+    assert_eq!(output.status.code(), Some(2));
+}
