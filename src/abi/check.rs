@@ -108,7 +108,7 @@ impl<'a> Exports<'a> {
         };
         match &import.version {
             None => true,
-            Some(wanted) => !self.versioned || versions.iter().any(|v| *v == Some(wanted.as_str())),
+            Some(wanted) => !self.versioned || versions.contains(&Some(wanted.as_str())),
         }
     }
 }

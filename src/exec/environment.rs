@@ -78,7 +78,9 @@ pub fn parse_freeze(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// What returns `current` to `before`: lines to install and names to remove.
+/// What returns `current` to `before`: requirements to install and names to remove. A
+/// pinned line is made an exact-string pin (`torch===2.9.1`): `==2.9.1` would also be
+/// met by the installed `2.9.1+cu130` (PEP 440 ignores a local label there).
 pub fn difference(
     before: &BTreeMap<String, String>,
     current: &BTreeMap<String, String>,
@@ -86,7 +88,12 @@ pub fn difference(
     let install = before
         .iter()
         .filter(|(name, line)| current.get(*name) != Some(*line))
-        .map(|(_, line)| line.clone())
+        .map(|(_, line)| match line.split_once("==") {
+            Some((name, version)) if !line.contains(" @ ") && !version.starts_with('=') => {
+                format!("{name}==={version}")
+            }
+            _ => line.clone(),
+        })
         .collect();
     let remove = current
         .keys()
@@ -108,7 +115,7 @@ mod tests {
         let current =
             parse_freeze("torch==2.9.1+cu130\nnvidia-cublas==13.0.0.19\nsglang @ file:///opt/x\n");
         let (install, remove) = difference(&before, &current);
-        assert_eq!(install, ["NVIDIA_cublas_cu12==12.8.4.1", "torch==2.9.1"]);
+        assert_eq!(install, ["NVIDIA_cublas_cu12===12.8.4.1", "torch===2.9.1"]);
         assert_eq!(remove, ["nvidia-cublas"]);
     }
 }
