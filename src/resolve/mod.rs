@@ -49,6 +49,17 @@ pub fn resolve(
     environment: &TargetEnvironment,
     rules: &RuleSet,
 ) -> Result<Lock, ResolveError> {
+    let gaps = rules.gaps(
+        environment.toolkit.as_ref(),
+        environment.cuda_runtime.as_ref(),
+        &environment.gpu_archs,
+    );
+    if !gaps.is_empty() {
+        return Err(ResolveError::Rules {
+            manifest: request.file.clone(),
+            gaps,
+        });
+    }
     let markers = environment.markers()?;
     let provider = Provider::new(request, universe, environment, rules, markers);
     let root = provider.root().clone();

@@ -379,28 +379,51 @@ impl Builder<'_, '_> {
     ) -> String {
         let environment = self.provider.environment();
         match rule {
-            RuleCause::Driver(minimum) | RuleCause::RuntimeDriver(minimum) => {
+            RuleCause::Driver(minimum) => {
                 if let Some(driver) = &environment.driver {
                     self.hint(format!(
                         "upgrade the node's driver to {} or newer (it has {driver}), or choose a toolkit whose minimum driver it meets (see `{CUDA_DRIVER_FILE}`)",
                         minimum.driver
                     ));
                 }
-                let what = match rule {
-                    RuleCause::RuntimeDriver(_) => "the CUDA runtime",
-                    _ => "CUDA toolkit",
-                };
                 format!(
-                    "{what} {} needs driver {} or newer (rule `{CUDA_DRIVER_FILE}`; source: {})",
+                    "CUDA toolkit {} needs driver {} or newer (rule `{CUDA_DRIVER_FILE}`; source: {})",
                     minimum.toolkit, minimum.driver, minimum.source
                 )
             }
+            RuleCause::MinorVersion(major) => {
+                if let Some(driver) = &environment.driver {
+                    self.hint(format!(
+                        "upgrade the node's driver to {} or newer (it has {driver}): nothing built with CUDA {} runs on an older branch (see `{CUDA_RUNTIME_FILE}`)",
+                        major.driver, major.major
+                    ));
+                }
+                let who = match package {
+                    ResolverPackage::Virtual(VirtualPackage::CudaRuntime) => {
+                        format!("the stack's CUDA {} runtime", major.major)
+                    }
+                    _ => format!("{subject}, a CUDA {} build,", major.major),
+                };
+                format!(
+                    "{who} needs driver {} or newer under minor version compatibility ({}) (rule `{CUDA_RUNTIME_FILE}`; source: {})",
+                    major.driver, major.limits, major.source
+                )
+            }
             RuleCause::Arch(support) => {
+                let rules = self.provider.rules();
                 let unsupported: Vec<String> = environment
                     .gpu_archs
                     .iter()
-                    .filter(|arch| **arch < support.oldest || **arch > support.newest)
-                    .map(ToString::to_string)
+                    .filter(|arch| !support.supports(arch))
+                    .map(
+                        |arch| match rules.arches.renamed_on(arch, &support.toolkit) {
+                            Some(renamed) => format!(
+                                "{arch} (named {} from CUDA {}; source: {})",
+                                renamed.now, renamed.from, renamed.source
+                            ),
+                            None => arch.to_string(),
+                        },
+                    )
                     .collect();
                 if !unsupported.is_empty() {
                     self.hint(format!(
@@ -410,16 +433,19 @@ impl Builder<'_, '_> {
                     ));
                 }
                 format!(
-                    "CUDA {} supports GPU architectures {} to {} (rule `{CUDA_ARCH_FILE}`; source: {})",
-                    support.toolkit, support.oldest, support.newest, support.source
+                    "CUDA {} supports GPU architectures {} (rule `{CUDA_ARCH_FILE}`; source: {})",
+                    support.toolkit,
+                    support.device_names(),
+                    support.source
                 )
             }
             RuleCause::LocalLabel {
                 label,
                 runtime,
                 source,
+                jit_source,
             } => format!(
-                "{subject} is a `+{label}` build: it needs CUDA runtime `{runtime}` (rule `{CUDA_RUNTIME_FILE}`; source: {source})"
+                "{subject} is a `+{label}` build: it carries its own CUDA runtime, and JIT paths (nvcc, ptxas) need a toolkit of the same major, `{runtime}` (rule `{CUDA_RUNTIME_FILE}`; sources: {source}; {jit_source})"
             ),
             RuleCause::Family {
                 pattern,
