@@ -25,6 +25,7 @@ use super::package::{ResolverPackage, VirtualPackage};
 use super::ranges::{
     python_lower_bounds, python_ranges, specifiers_name_prerelease, specifiers_to_ranges,
 };
+use super::relax::Relaxation;
 use super::request::{ManifestPin, PrereleaseMode, Request, RootRequirement};
 use crate::cuda::CudaVersion;
 use crate::index::filename::DistFilename;
@@ -226,6 +227,7 @@ pub struct Provider<'a> {
     git: HashMap<PackageName, GitSource>,
     candidates: RefCell<HashMap<PackageName, Rc<Candidates<'a>>>>,
     edges: RefCell<HashMap<(ResolverPackage, Version), Vec<Edge>>>,
+    relaxed: &'a [Relaxation],
 }
 
 impl<'a> Provider<'a> {
@@ -236,6 +238,7 @@ impl<'a> Provider<'a> {
         environment: &'a TargetEnvironment,
         rules: &'a RuleSet,
         markers: MarkerEnvironment,
+        relaxed: &'a [Relaxation],
     ) -> Self {
         let mut overrides: HashMap<PackageName, Vec<&ManifestPin>> = HashMap::new();
         for pin in &request.overrides {
@@ -307,6 +310,7 @@ impl<'a> Provider<'a> {
             git,
             candidates: RefCell::new(HashMap::new()),
             edges: RefCell::new(HashMap::new()),
+            relaxed,
         }
     }
 
@@ -432,6 +436,16 @@ impl<'a> Provider<'a> {
     /// The git source of a package, if the manifest builds it from git.
     pub fn git_source(&self, name: &PackageName) -> Option<&GitSource> {
         self.git.get(name)
+    }
+
+    /// The manifest file being resolved, e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+    pub fn manifest_file(&self) -> &str {
+        &self.request.file
+    }
+
+    /// The universe this resolution reads.
+    pub fn universe(&self) -> &Universe {
+        self.universe
     }
 
     /// The rules this resolution applies.
@@ -1037,7 +1051,7 @@ impl DependencyProvider for Provider<'_> {
         package: &ResolverPackage,
         version: &Version,
     ) -> Result<Dependencies<ResolverPackage, VersionRange, Unavailable>, Infallible> {
-        let edges = match package {
+        let mut edges = match package {
             ResolverPackage::Root(_) => self.root_edges(),
             ResolverPackage::Virtual(virtual_package) => {
                 self.virtual_edges(virtual_package, version)
@@ -1069,6 +1083,13 @@ impl DependencyProvider for Provider<'_> {
                 }
             }
         };
+        // Causes set aside to find the conflict behind the first one (`relax`).
+        edges.retain(|edge| {
+            !self
+                .relaxed
+                .iter()
+                .any(|relaxation| relaxation.drops(package, edge))
+        });
         let mut merged: Vec<(ResolverPackage, VersionRange)> = Vec::new();
         for edge in &edges {
             if edge.dependency == *package {

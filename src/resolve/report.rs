@@ -15,7 +15,8 @@ use super::package::{ResolverPackage, VirtualPackage};
 use super::provider::{Cause, Edge, Provider, RuleCause, Unavailable, VersionRange};
 use crate::rules::{ABI_PINS_FILE, CUDA_ARCH_FILE, CUDA_DRIVER_FILE, CUDA_RUNTIME_FILE};
 
-/// Why a manifest cannot be resolved: facts in derivation order, then hints.
+/// Why a manifest cannot be resolved: facts in derivation order, then hints; then every
+/// further independent conflict, most actionable first.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ConflictReport {
     /// The manifest's name, e.g. `sglang-0.5.9-cuda13`.
@@ -24,19 +25,51 @@ pub struct ConflictReport {
     pub facts: Vec<String>,
     /// Fixes to try, e.g. ``pin `torch==2.9.1+cu130` …``.
     pub hints: Vec<String>,
+    /// The conflicts found by resolving again with the ones before set aside.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more: Vec<Conflict>,
+}
+
+/// One further conflict: its facts and hints.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Conflict {
+    /// As [`ConflictReport::facts`].
+    pub facts: Vec<String>,
+    /// As [`ConflictReport::hints`].
+    pub hints: Vec<String>,
 }
 
 impl fmt::Display for ConflictReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "because:")?;
-        for fact in &self.facts {
-            writeln!(f, "  - {fact}")?;
+        let total = self.more.len() + 1;
+        if total > 1 {
+            writeln!(
+                f,
+                "{total} independent conflicts, the one to change first first; conflict 1:"
+            )?;
         }
-        for hint in &self.hints {
-            writeln!(f, "hint: {hint}")?;
+        write_conflict(f, &self.facts, &self.hints)?;
+        for (position, conflict) in self.more.iter().enumerate() {
+            writeln!(
+                f,
+                "conflict {} (still there once the ones above are fixed):",
+                position + 2
+            )?;
+            write_conflict(f, &conflict.facts, &conflict.hints)?;
         }
         Ok(())
     }
+}
+
+fn write_conflict(f: &mut fmt::Formatter<'_>, facts: &[String], hints: &[String]) -> fmt::Result {
+    writeln!(f, "because:")?;
+    for fact in facts {
+        writeln!(f, "  - {fact}")?;
+    }
+    for hint in hints {
+        writeln!(f, "hint: {hint}")?;
+    }
+    Ok(())
 }
 
 type Tree = DerivationTree<ResolverPackage, VersionRange, Unavailable>;
@@ -63,6 +96,7 @@ pub fn conflict_report(provider: &Provider<'_>, tree: &Tree, manifest: &str) -> 
         manifest: manifest.to_string(),
         facts: builder.facts,
         hints: builder.ordered_hints,
+        more: Vec::new(),
     }
 }
 
@@ -214,7 +248,30 @@ impl Builder<'_, '_> {
                     && self.provider.git_source(name).is_none()
                 {
                     if holders.is_empty() {
-                        self.fact(format!("no index has a package `{name}`"));
+                        let universe = self.provider.universe();
+                        match &universe.snapshot {
+                            Some(snapshot) => {
+                                self.fact(format!(
+                                    "the snapshot `{snapshot}` has no package `{name}`: a snapshot miss, which says nothing about the live indexes (a snapshot records only what resolving its manifest needed)"
+                                ));
+                                self.hint(format!(
+                                    "record a snapshot that has it with `upgrade index snapshot {} -o FILE` and pass `--snapshot FILE`",
+                                    self.provider.manifest_file()
+                                ));
+                            }
+                            None => self.fact(format!("no index has a package `{name}`")),
+                        }
+                        let suggestions = super::names::closest(name, universe.project_names());
+                        if !suggestions.is_empty() {
+                            let names: Vec<String> = suggestions
+                                .iter()
+                                .map(|suggestion| format!("`{suggestion}`"))
+                                .collect();
+                            self.hint(format!(
+                                "did you mean {}? (`{name}` is not a project the indexes list)",
+                                names.join(" or ")
+                            ));
+                        }
                     } else {
                         self.fact(format!(
                             "`{name}` is only on the explicit index `{}`, which serves only packages that name it",
