@@ -16,3 +16,7 @@ mod brute_force;
 #[cfg(test)]
 #[path = "../solver-tests/cli.rs"]
 mod cli;
+
+#[cfg(test)]
+#[allow(dead_code)]
+mod support;
