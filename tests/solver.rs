@@ -18,5 +18,5 @@ mod brute_force;
 mod cli;
 
 #[cfg(test)]
-#[allow(dead_code)]
+#[expect(dead_code, reason = "the scenarios use only the wheel builder")]
 mod support;
