@@ -102,6 +102,7 @@ fn universe(model: &Model) -> Universe {
         packages.insert(PackageName::from_str(NAMES[package]).unwrap(), list);
     }
     Universe {
+        snapshot: None,
         indexes: vec![IndexContents {
             name: "random".to_string(),
             packages,

@@ -62,3 +62,23 @@ fn unresolvable_manifest_exits_3_with_the_cause() {
     );
     assert!(stderr.contains("\nhint: "), "{stderr}");
 }
+
+/// `--find-links DIR` adds an open index of local files: a package the snapshot misses
+/// resolves from it, and the lock names the `find-links` index.
+#[test]
+fn lock_reads_a_find_links_directory() {
+    let manifest = "solver-tests/scenarios/vllm-snapshot-miss/manifest.yaml";
+    let (code, _, stderr) = upgrade(&["lock", manifest]);
+    assert_eq!(code, 3, "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let wheel = super::support::wheel("vllm", "0.0.1", &["packaging"], None, &[], 0);
+    fs_err::write(dir.path().join(&wheel.filename), &wheel.bytes).unwrap();
+    let dir_text = dir.path().display().to_string();
+    let (code, stdout, stderr) = upgrade(&["lock", manifest, "--find-links", &dir_text]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("vllm==0.0.1  # find-links: vllm-0.0.1-py3-none-any.whl"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("packaging=="), "{stdout}");
+}

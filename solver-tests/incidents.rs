@@ -34,6 +34,8 @@ struct Scenario {
 enum Expect {
     Resolvable,
     Unresolvable,
+    /// Refused before resolving: a value no rule table covers (the error names the table).
+    Refused,
 }
 
 fn scenarios_dir() -> PathBuf {
@@ -120,7 +122,17 @@ fn seed_incidents() {
                 }
                 insta::assert_snapshot!(format!("incident-{name}"), text, &scenario.description);
             }
-            (Ok(lock), Expect::Unresolvable) => {
+            (Err(error @ ResolveError::Rules { .. }), Expect::Refused) => {
+                let text = error.to_string();
+                for mention in &scenario.mentions {
+                    assert!(
+                        text.contains(mention.as_str()),
+                        "{name}: error lacks `{mention}`:\n{text}"
+                    );
+                }
+                insta::assert_snapshot!(format!("refused-{name}"), text, &scenario.description);
+            }
+            (Ok(lock), Expect::Unresolvable | Expect::Refused) => {
                 panic!("{name}: expected unresolvable, got {}", lock.text())
             }
             (Err(error), _) => panic!("{name}: {error}: {error:?}"),

@@ -126,6 +126,7 @@ fn universe(scenario: &Scenario) -> Universe {
         packages.insert(package, releases);
     }
     Universe {
+        snapshot: None,
         indexes: vec![IndexContents {
             name: "packse".to_string(),
             packages,

@@ -330,6 +330,10 @@ pub struct LockArgs {
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary (offline).
     #[arg(long, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
+    /// A directory of wheels and sdists (pip's `--find-links`), read as one more open index
+    /// named `find-links` (`find-links-2`, … when repeated), after the manifest's indexes.
+    #[arg(long = "find-links", value_name = "DIR")]
+    pub find_links: Vec<PathBuf>,
     /// Write the lock here instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "LOCK")]
     pub output: Option<PathBuf>,

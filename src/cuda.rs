@@ -24,7 +24,9 @@ pub enum CudaValueError {
     #[error("`{value}` is not a driver version (expected `MAJOR.MINOR[.PATCH]`, e.g. `580.82.07`)")]
     DriverVersion { value: String },
     /// e.g. `sm90` or `compute_90`.
-    #[error("`{value}` is not a GPU architecture (expected `sm_MAJORMINOR`, e.g. `sm_90`)")]
+    #[error(
+        "`{value}` is not a GPU architecture (expected `sm_MAJORMINOR` with an optional `a` or `f`, e.g. `sm_90` or `sm_90a`)"
+    )]
     GpuArch { value: String },
 }
 
@@ -231,17 +233,29 @@ impl fmt::Display for DriverVersion {
     }
 }
 
-/// A GPU architecture as the compilers name it, e.g. `sm_90` (compute capability 9.0).
+/// A GPU architecture as the compilers name it, e.g. `sm_90` (compute capability 9.0), or
+/// a compilation target of one: `sm_90a` (architecture-specific), `sm_100f` (family-specific).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GpuArch {
     major: u32,
     minor: u32,
+    /// `None`, `Some('a')` or `Some('f')`.
+    variant: Option<char>,
 }
 
 impl GpuArch {
     /// `GpuArch::new(12, 0)` is `sm_120`.
     pub fn new(major: u32, minor: u32) -> Self {
-        Self { major, minor }
+        Self {
+            major,
+            minor,
+            variant: None,
+        }
+    }
+
+    /// The `a` or `f` of `sm_90a` or `sm_100f`; `None` for a device's own name.
+    pub fn variant(&self) -> Option<char> {
+        self.variant
     }
 
     /// Parse a compute capability as `nvidia-smi --query-gpu=compute_cap` prints it, e.g. `9.0`.
@@ -274,22 +288,32 @@ impl FromStr for GpuArch {
         let error = || CudaValueError::GpuArch {
             value: value.to_string(),
         };
-        let digits = value.trim().strip_prefix("sm_").ok_or_else(error)?;
-        // The last digit is the minor version: sm_90 → 9.0, sm_120 → 12.0, sm_100a is not accepted.
+        let name = value.trim().strip_prefix("sm_").ok_or_else(error)?;
+        // A trailing `a` or `f` names a compilation target: sm_90a, sm_100f.
+        let (digits, variant) = match name.strip_suffix(['a', 'f']) {
+            Some(digits) => (digits, name.chars().last()),
+            None => (name, None),
+        };
+        // The last digit is the minor version: sm_90 → 9.0, sm_120 → 12.0.
         if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return Err(error());
         }
         let (major, minor) = digits.split_at(digits.len() - 1);
-        Ok(Self::new(
-            major.parse().map_err(|_| error())?,
-            minor.parse().map_err(|_| error())?,
-        ))
+        Ok(Self {
+            major: major.parse().map_err(|_| error())?,
+            minor: minor.parse().map_err(|_| error())?,
+            variant,
+        })
     }
 }
 
 impl fmt::Display for GpuArch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}{}", self.major, self.minor)
+        write!(f, "sm_{}{}", self.major, self.minor)?;
+        match self.variant {
+            Some(variant) => write!(f, "{variant}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -345,5 +369,12 @@ mod tests {
         let blackwell: GpuArch = "sm_120".parse().unwrap();
         assert_eq!(blackwell.compute_capability(), "12.0");
         assert!("sm90".parse::<GpuArch>().is_err());
+        let specific: GpuArch = "sm_90a".parse().unwrap();
+        assert_eq!(specific.to_string(), "sm_90a");
+        assert_eq!(specific.variant(), Some('a'));
+        assert_ne!(specific, hopper);
+        assert_eq!("sm_100f".parse::<GpuArch>().unwrap().to_string(), "sm_100f");
+        assert!("sm_90b".parse::<GpuArch>().is_err());
+        assert!("sm_a".parse::<GpuArch>().is_err());
     }
 }

@@ -16,3 +16,7 @@ mod brute_force;
 #[cfg(test)]
 #[path = "../solver-tests/cli.rs"]
 mod cli;
+
+#[cfg(test)]
+#[expect(dead_code, reason = "the scenarios use only the wheel builder")]
+mod support;

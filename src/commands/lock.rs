@@ -3,7 +3,8 @@
 //! The universe is the snapshot embedded in the binary unless `--snapshot` names
 //! another, with the digests recorded beside the manifest (`NAME.hashes.json`, written
 //! by `upgrade index hash`) laid over it; the node is the manifest's `target` and `toolkit` unless `--facts` names a
-//! facts file. Prints or writes the lock; exits 3 with the conflict report when the
+//! facts file; each `--find-links DIR` adds an open index of local files after the manifest's.
+//! Prints or writes the lock; exits 3 with the conflict report when the
 //! manifest cannot be resolved.
 
 use std::path::Path;
@@ -11,9 +12,10 @@ use std::path::Path;
 use crate::cli::{LockArgs, LockFormat};
 use crate::commands::{CommandError, ExitStatus};
 use crate::converge;
+use crate::index::find_links::read_find_links;
 use crate::manifest;
 use crate::printer::Printer;
-use crate::resolve::{ResolveError, TargetEnvironment};
+use crate::resolve::{IndexPolicy, Request, ResolveError, TargetEnvironment};
 use crate::rules::RuleSet;
 
 /// Run `upgrade lock`.
@@ -27,9 +29,27 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         }
         None => TargetEnvironment::from_manifest(&manifest)?,
     };
-    let universe = converge::universe_for(&args.manifest, args.snapshot.as_deref())?;
+    let mut universe = converge::universe_for(&args.manifest, args.snapshot.as_deref())?;
+    let mut request = Request::from_manifest(&manifest, &file);
+    for (position, dir) in args.find_links.iter().enumerate() {
+        let name = match position {
+            0 => "find-links".to_string(),
+            _ => format!("find-links-{}", position + 1),
+        };
+        let found = read_find_links(dir, &name)?;
+        for note in &found.notes {
+            printer
+                .err(&format!("{}: {note}\n", dir.display()))
+                .map_err(CommandError::Output)?;
+        }
+        universe.indexes.push(found.contents);
+        request.indexes.push(IndexPolicy {
+            name,
+            explicit: false,
+        });
+    }
     let rules = RuleSet::embedded()?;
-    let lock = match converge::resolve_lock(&manifest, &file, &environment, &universe, &rules) {
+    let lock = match crate::resolve::resolve(&request, &universe, &environment, &rules) {
         Ok(lock) => lock,
         Err(ResolveError::Unresolvable { manifest, report }) => {
             if args.format == LockFormat::Json {

@@ -61,6 +61,9 @@ pub enum CommandError {
     /// A shipped rule file is broken.
     #[error(transparent)]
     Rules(#[from] RulesError),
+    /// A `--find-links` directory could not be read.
+    #[error(transparent)]
+    FindLinks(#[from] crate::index::find_links::FindLinksError),
     /// An `index` verb failed.
     #[error(transparent)]
     Index(#[from] index::IndexCommandError),
@@ -170,6 +173,7 @@ impl CommandError {
             Self::Manifest(_)
             | Self::Rules(_)
             | Self::Snapshot(_)
+            | Self::FindLinks(_)
             | Self::Hashes(
                 HashesError::Parse { .. }
                 | HashesError::Schema { .. }

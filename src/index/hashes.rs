@@ -246,6 +246,7 @@ mod tests {
             provenance: None,
         };
         Universe {
+            snapshot: None,
             indexes: vec![IndexContents {
                 name: "pytorch-cu130".to_string(),
                 packages: [(

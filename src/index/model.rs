@@ -20,6 +20,11 @@ use crate::manifest::Sha256;
 pub struct Universe {
     /// One entry per manifest index, highest priority first.
     pub indexes: Vec<IndexContents>,
+    /// The snapshot file this universe was read from, e.g.
+    /// `manifests/snapshots/sglang-0.5.9-cu130.json`; `None` when it came from live indexes
+    /// or a find-links directory. A package missing from a snapshot is a snapshot miss.
+    #[serde(skip)]
+    pub snapshot: Option<String>,
 }
 
 /// What one named index offers, e.g. `pytorch-cu130`.
@@ -67,6 +72,11 @@ pub struct DistFile {
 }
 
 impl Universe {
+    /// Every project name any index has, e.g. for "did you mean" suggestions.
+    pub fn project_names(&self) -> impl Iterator<Item = &PackageName> {
+        self.indexes.iter().flat_map(|index| index.packages.keys())
+    }
+
     /// The contents of the index of this name.
     pub fn index(&self, name: &str) -> Option<&IndexContents> {
         self.indexes.iter().find(|index| index.name == name)

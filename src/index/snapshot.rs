@@ -63,7 +63,7 @@ pub enum SnapshotError {
 impl Snapshot {
     /// Parse a snapshot's text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Self, SnapshotError> {
-        let snapshot: Snapshot =
+        let mut snapshot: Snapshot =
             serde_json::from_str(text).map_err(|source| SnapshotError::Parse {
                 file: file.to_string(),
                 source,
@@ -74,6 +74,7 @@ impl Snapshot {
                 schema: snapshot.schema,
             });
         }
+        snapshot.universe.snapshot = Some(file.to_string());
         Ok(snapshot)
     }
 

@@ -337,14 +337,11 @@ fn diff_target(b: &mut Builder<'_>, old: &Target, new: &Target) {
 
 fn driver_note(drivers: &DriverTable, toolkit: &Toolkit) -> String {
     match drivers.minimum_for(&toolkit.version) {
-        Some(found) if found.exact => format!("needs driver ≥ {}", found.rule.driver),
-        Some(found) => format!(
-            "needs driver ≥ {} (from the {} row; {} is not in the table)",
-            found.rule.driver, found.rule.toolkit, toolkit.version
-        ),
+        Some(found) => format!("needs driver ≥ {}", found.rule.driver),
         None => format!(
-            "no driver minimum known for CUDA {}: add it to `manifests/rules/cuda-driver.yaml`",
-            toolkit.version
+            "no driver minimum known for CUDA {}: `lock` refuses it until `{}` has its row",
+            toolkit.version,
+            crate::rules::CUDA_DRIVER_FILE
         ),
     }
 }

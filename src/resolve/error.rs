@@ -13,6 +13,14 @@ pub enum ResolveError {
         /// The explanation in domain words, with hints.
         report: Box<ConflictReport>,
     },
+    /// A value of the node or the manifest that no rule row covers (toolkit 13.0.3, `sm_91`).
+    #[error("Failed to resolve `{manifest}`: {}", gaps.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Rules {
+        /// e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+        manifest: String,
+        /// Every uncovered value, each naming its table.
+        gaps: Vec<crate::rules::RuleGap>,
+    },
     /// The environment's values do not parse.
     #[error("Failed to describe the target environment: {message}")]
     Environment {

@@ -12,10 +12,12 @@ mod compare;
 mod environment;
 mod error;
 mod lock;
+mod names;
 mod node;
 mod package;
 mod provider;
 pub mod ranges;
+mod relax;
 mod report;
 mod request;
 
@@ -27,7 +29,8 @@ pub use error::ResolveError;
 pub use lock::{LOCK_SCHEMA, Lock, LockedPackage, LockedSource};
 pub use package::{ResolverPackage, VirtualPackage};
 pub use provider::{Cause, RuleCause, Unavailable, VersionRange};
-pub use report::{ConflictReport, show_range};
+pub use relax::Relaxation;
+pub use report::{Conflict, ConflictReport, show_range};
 pub use request::{
     IndexPolicy, ManifestPin, Origin, PackageSelection, PrereleaseMode, Request, ResolveOptions,
     RootRequirement,
@@ -49,80 +52,166 @@ pub fn resolve(
     environment: &TargetEnvironment,
     rules: &RuleSet,
 ) -> Result<Lock, ResolveError> {
+    let gaps = rules.gaps(
+        environment.toolkit.as_ref(),
+        environment.cuda_runtime.as_ref(),
+        &environment.gpu_archs,
+    );
+    if !gaps.is_empty() {
+        return Err(ResolveError::Rules {
+            manifest: request.file.clone(),
+            gaps,
+        });
+    }
     let markers = environment.markers()?;
-    let provider = Provider::new(request, universe, environment, rules, markers);
-    let root = provider.root().clone();
-    match pubgrub::resolve(&provider, root, Version::new([0])) {
-        Ok(selection) => {
-            let mut extras: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            let mut chosen: BTreeMap<String, (pep508_rs::PackageName, Version)> = BTreeMap::new();
-            for (package, version) in selection {
-                match package {
-                    ResolverPackage::Package(name) => {
-                        chosen.insert(name.to_string(), (name, version));
-                    }
-                    ResolverPackage::Extra(name, extra) => {
-                        extras
-                            .entry(name.to_string())
-                            .or_default()
-                            .push(extra.to_string());
-                    }
-                    ResolverPackage::Root(_) | ResolverPackage::Virtual(_) => {}
+    let mut relaxed: Vec<Relaxation> = Vec::new();
+    let mut found: Vec<(u8, ConflictReport)> = Vec::new();
+    for round in 0..MAX_CONFLICTS {
+        let provider = Provider::new(
+            request,
+            universe,
+            environment,
+            rules,
+            markers.clone(),
+            &relaxed,
+        );
+        let root = provider.root().clone();
+        match pubgrub::resolve(&provider, root, Version::new([0])) {
+            Ok(selection) if round == 0 => {
+                return lock_from(&provider, selection, request, environment);
+            }
+            Ok(_) => break,
+            Err(PubGrubError::NoSolution(tree)) => {
+                let report = report::conflict_report(&provider, &tree, &request.name);
+                let causes = relax::candidates(&provider, &tree);
+                let rank = causes.first().map_or(0, Relaxation::rank);
+                found.push((rank, report));
+                // A rule covers every edge of its kind (one runtime mismatch pulls in many
+                // `-cu12` wheels), so it is set aside before a single metadata pin.
+                let next = causes
+                    .into_iter()
+                    .filter(|cause| !relaxed.contains(cause))
+                    .min_by_key(|cause| matches!(cause, Relaxation::Metadata { .. }));
+                match next {
+                    Some(cause) => relaxed.push(cause),
+                    None => break,
                 }
             }
-            let mut packages = Vec::new();
-            for (key, (name, version)) in chosen {
-                let mut package_extras = extras.remove(&key).unwrap_or_default();
-                package_extras.sort();
-                let source = match provider.git_source(&name) {
-                    // The lock is shown and saved: never the URL's credentials.
-                    Some(git) => LockedSource::Git {
-                        url: crate::manifest::redact_url(&git.url),
-                        rev: git.rev.clone(),
-                        subdirectory: git.subdirectory.clone(),
-                    },
-                    None => {
-                        let release = provider.release(&name, &version).ok_or_else(|| {
-                            ResolveError::Solver {
-                                message: format!(
-                                    "`{name} {version}` was chosen but is not recorded"
-                                ),
-                            }
-                        })?;
-                        let file =
-                            provider
-                                .choose_file(&name, release)
-                                .map_err(|(reason, _)| ResolveError::Solver {
-                                    message: format!("`{name} {version}` was chosen but {reason}"),
-                                })?;
-                        LockedSource::Index {
-                            index: provider.index_name_of(&name).unwrap_or_default(),
-                            file: file.file.filename.clone(),
-                            sha256: file.file.sha256.as_ref().map(ToString::to_string),
-                        }
-                    }
-                };
-                packages.push(LockedPackage {
-                    also_on_explicit: provider.explicit_holders(&name),
-                    name: key,
-                    version: version.to_string(),
-                    extras: package_extras,
-                    source,
+            Err(error) if round == 0 => {
+                return Err(ResolveError::Solver {
+                    message: error.to_string(),
                 });
             }
-            Ok(Lock {
-                schema: LOCK_SCHEMA,
-                manifest: request.name.clone(),
-                assumed: environment.to_facts(),
-                packages,
-            })
+            Err(_) => break,
         }
-        Err(PubGrubError::NoSolution(tree)) => Err(ResolveError::Unresolvable {
-            manifest: request.file.clone(),
-            report: Box::new(report::conflict_report(&provider, &tree, &request.name)),
-        }),
-        Err(error) => Err(ResolveError::Solver {
-            message: error.to_string(),
-        }),
     }
+    Err(ResolveError::Unresolvable {
+        manifest: request.file.clone(),
+        report: Box::new(merge_conflicts(found)),
+    })
+}
+
+/// At most this many independent conflicts are looked for in one report.
+const MAX_CONFLICTS: usize = 5;
+
+/// One report from the conflicts of each round, the one to change first first; a later
+/// round's facts already told are left out, and a round with nothing new is dropped.
+fn merge_conflicts(mut found: Vec<(u8, ConflictReport)>) -> ConflictReport {
+    found.sort_by_key(|(rank, _)| *rank);
+    let mut reports = found.into_iter().map(|(_, report)| report);
+    let Some(mut first) = reports.next() else {
+        return ConflictReport {
+            manifest: String::new(),
+            facts: Vec::new(),
+            hints: Vec::new(),
+            more: Vec::new(),
+        };
+    };
+    let mut told: std::collections::HashSet<String> = first.facts.iter().cloned().collect();
+    let mut hinted: std::collections::HashSet<String> = first.hints.iter().cloned().collect();
+    for report in reports {
+        let facts: Vec<String> = report
+            .facts
+            .into_iter()
+            .filter(|fact| told.insert(fact.clone()))
+            .collect();
+        let hints: Vec<String> = report
+            .hints
+            .into_iter()
+            .filter(|hint| hinted.insert(hint.clone()))
+            .collect();
+        if !facts.is_empty() {
+            first.more.push(Conflict { facts, hints });
+        }
+    }
+    first
+}
+
+/// The lock of a successful resolution.
+fn lock_from(
+    provider: &Provider<'_>,
+    selection: pubgrub::SelectedDependencies<ResolverPackage, Version>,
+    request: &Request,
+    environment: &TargetEnvironment,
+) -> Result<Lock, ResolveError> {
+    let mut extras: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut chosen: BTreeMap<String, (pep508_rs::PackageName, Version)> = BTreeMap::new();
+    for (package, version) in selection {
+        match package {
+            ResolverPackage::Package(name) => {
+                chosen.insert(name.to_string(), (name, version));
+            }
+            ResolverPackage::Extra(name, extra) => {
+                extras
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(extra.to_string());
+            }
+            ResolverPackage::Root(_) | ResolverPackage::Virtual(_) => {}
+        }
+    }
+    let mut packages = Vec::new();
+    for (key, (name, version)) in chosen {
+        let mut package_extras = extras.remove(&key).unwrap_or_default();
+        package_extras.sort();
+        let source = match provider.git_source(&name) {
+            // The lock is shown and saved: never the URL's credentials.
+            Some(git) => LockedSource::Git {
+                url: crate::manifest::redact_url(&git.url),
+                rev: git.rev.clone(),
+                subdirectory: git.subdirectory.clone(),
+            },
+            None => {
+                let release =
+                    provider
+                        .release(&name, &version)
+                        .ok_or_else(|| ResolveError::Solver {
+                            message: format!("`{name} {version}` was chosen but is not recorded"),
+                        })?;
+                let file = provider
+                    .choose_file(&name, release)
+                    .map_err(|(reason, _)| ResolveError::Solver {
+                        message: format!("`{name} {version}` was chosen but {reason}"),
+                    })?;
+                LockedSource::Index {
+                    index: provider.index_name_of(&name).unwrap_or_default(),
+                    file: file.file.filename.clone(),
+                    sha256: file.file.sha256.as_ref().map(ToString::to_string),
+                }
+            }
+        };
+        packages.push(LockedPackage {
+            also_on_explicit: provider.explicit_holders(&name),
+            name: key,
+            version: version.to_string(),
+            extras: package_extras,
+            source,
+        });
+    }
+    Ok(Lock {
+        schema: LOCK_SCHEMA,
+        manifest: request.name.clone(),
+        assumed: environment.to_facts(),
+        packages,
+    })
 }

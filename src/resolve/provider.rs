@@ -25,13 +25,17 @@ use super::package::{ResolverPackage, VirtualPackage};
 use super::ranges::{
     python_lower_bounds, python_ranges, specifiers_name_prerelease, specifiers_to_ranges,
 };
+use super::relax::Relaxation;
 use super::request::{ManifestPin, PrereleaseMode, Request, RootRequirement};
-use crate::cuda::{CudaVersion, GpuArch};
+use crate::cuda::CudaVersion;
 use crate::index::filename::DistFilename;
 use crate::index::tags::{Glibc, Platform, TagRank};
 use crate::index::{DistFile, Release, Universe};
 use crate::manifest::GitSource;
-use crate::rules::{AbiPin, ArchSupport, DriverMinimum, RuleSet, RuntimeRule, VersionLock};
+use crate::rules::{
+    AbiPin, ArchSupport, CUDA_RUNTIME_FILE, DriverMinimum, MajorRule, RuleSet, RuntimeGap,
+    RuntimeKind, VersionLock,
+};
 
 /// The version set of every package: one range type for pubgrub and PEP 440.
 pub type VersionRange = Ranges<Version>;
@@ -68,20 +72,23 @@ pub enum Cause {
 pub enum RuleCause {
     /// Toolkit → minimum driver.
     Driver(DriverMinimum),
-    /// The CUDA runtime's release line → minimum driver.
-    RuntimeDriver(DriverMinimum),
+    /// A CUDA runtime of one major → its driver floor under minor version compatibility.
+    MinorVersion(MajorRule),
     /// Toolkit → supported GPU architectures.
     Arch(ArchSupport),
-    /// A local label names the runtime, e.g. `+cu130` → `==13.0.*`.
+    /// A local label names the runtime's major, e.g. `+cu130` → CUDA 13, and JIT paths
+    /// need a toolkit of that major (`==13.*`).
     LocalLabel {
         /// e.g. `cu130`.
         label: String,
-        /// e.g. `==13.0.*`.
+        /// e.g. `==13.*`.
         runtime: String,
-        /// Where it is documented.
+        /// Where the label is documented.
         source: String,
+        /// Where the same-major toolkit requirement is documented.
+        jit_source: String,
     },
-    /// A wheel family needs a runtime, e.g. `nvidia-*-cu12` → `==12.*`.
+    /// A wheel family carries a runtime of one major, e.g. `nvidia-*-cu12` → `==12.*`.
     Family {
         /// e.g. `nvidia-*-cu12`.
         pattern: String,
@@ -127,6 +134,8 @@ pub enum Unavailable {
         /// e.g. `https://github.com/sgl-project/sglang`.
         url: String,
     },
+    /// An `nvidia-*` project or `+cuXYZ` build no runtime rule classifies.
+    NoRuntimeRule(RuntimeGap),
 }
 
 impl fmt::Display for Unavailable {
@@ -153,6 +162,14 @@ impl fmt::Display for Unavailable {
             Self::NoMetadata { url } => write!(
                 f,
                 "no index records the metadata of this version to stand in for the checkout of `{url}`"
+            ),
+            Self::NoRuntimeRule(RuntimeGap::UnknownNvidiaWheel) => write!(
+                f,
+                "no rule in `{CUDA_RUNTIME_FILE}` says which CUDA major it carries (an `nvidia-*` project outside every `families:` row and `cuda_independent:`)"
+            ),
+            Self::NoRuntimeRule(RuntimeGap::UnknownMajor(major)) => write!(
+                f,
+                "its local label names CUDA {major}, which has no row under `majors:` in `{CUDA_RUNTIME_FILE}`"
             ),
         }
     }
@@ -210,6 +227,7 @@ pub struct Provider<'a> {
     git: HashMap<PackageName, GitSource>,
     candidates: RefCell<HashMap<PackageName, Rc<Candidates<'a>>>>,
     edges: RefCell<HashMap<(ResolverPackage, Version), Vec<Edge>>>,
+    relaxed: &'a [Relaxation],
 }
 
 impl<'a> Provider<'a> {
@@ -220,6 +238,7 @@ impl<'a> Provider<'a> {
         environment: &'a TargetEnvironment,
         rules: &'a RuleSet,
         markers: MarkerEnvironment,
+        relaxed: &'a [Relaxation],
     ) -> Self {
         let mut overrides: HashMap<PackageName, Vec<&ManifestPin>> = HashMap::new();
         for pin in &request.overrides {
@@ -291,6 +310,7 @@ impl<'a> Provider<'a> {
             git,
             candidates: RefCell::new(HashMap::new()),
             edges: RefCell::new(HashMap::new()),
+            relaxed,
         }
     }
 
@@ -416,6 +436,21 @@ impl<'a> Provider<'a> {
     /// The git source of a package, if the manifest builds it from git.
     pub fn git_source(&self, name: &PackageName) -> Option<&GitSource> {
         self.git.get(name)
+    }
+
+    /// The manifest file being resolved, e.g. `manifests/sglang-0.5.9-cu130.yaml`.
+    pub fn manifest_file(&self) -> &str {
+        &self.request.file
+    }
+
+    /// The universe this resolution reads.
+    pub fn universe(&self) -> &Universe {
+        self.universe
+    }
+
+    /// The rules this resolution applies.
+    pub fn rules(&self) -> &RuleSet {
+        self.rules
     }
 
     /// The node this resolution is for.
@@ -755,6 +790,17 @@ impl<'a> Provider<'a> {
         edges
     }
 
+    /// The driver floor of CUDA `major` under minor version compatibility, e.g. 13 → ≥ 580.65.06.
+    fn minor_version_edge(&self, major: u32) -> Option<Edge> {
+        let rule = self.rules.runtimes.major(major)?;
+        let driver = Version::from_str(&rule.driver.to_string()).ok()?;
+        Some(Edge {
+            dependency: ResolverPackage::Virtual(VirtualPackage::CudaDriver),
+            range: Ranges::higher_than(driver),
+            cause: Cause::Rule(RuleCause::MinorVersion(rule.clone())),
+        })
+    }
+
     fn virtual_edges(&self, package: &VirtualPackage, version: &Version) -> Vec<Edge> {
         let mut edges = Vec::new();
         let Ok(cuda) = CudaVersion::from_str(&version.to_string()) else {
@@ -776,18 +822,24 @@ impl<'a> Provider<'a> {
                 }
                 if let Some(support) = self.rules.arches.support_for(&cuda) {
                     for arch in &self.environment.gpu_archs {
+                        let range = if support.supports(arch) {
+                            Ranges::full()
+                        } else {
+                            // Every value but the node's: the toolkit cannot serve this GPU.
+                            Version::from_str(&arch.compute_capability())
+                                .map(|value| Ranges::singleton(value).complement())
+                                .unwrap_or_else(|_| Ranges::full())
+                        };
                         edges.push(Edge {
                             dependency: ResolverPackage::Virtual(VirtualPackage::GpuArch(*arch)),
-                            range: arch_range(support.oldest, support.newest),
+                            range,
                             cause: Cause::Rule(RuleCause::Arch(support.clone())),
                         });
                     }
                 }
             }
             VirtualPackage::CudaRuntime => {
-                if let Some(requirement) = self.rules.drivers.minimum_for(&cuda.release()) {
-                    edges.extend(driver_edge(requirement.rule, RuleCause::RuntimeDriver));
-                }
+                edges.extend(self.minor_version_edge(cuda.major()));
             }
             VirtualPackage::Python
             | VirtualPackage::Glibc
@@ -854,24 +906,31 @@ impl<'a> Provider<'a> {
                 );
             }
         }
-        for rule in self.rules.runtimes.rules_for(name, version) {
-            let cause = match &rule {
-                RuntimeRule::LocalLabel(label) => RuleCause::LocalLabel {
-                    label: label.label.clone(),
-                    runtime: label.runtime.to_string(),
-                    source: label.source.clone(),
+        let runtime_rules = self
+            .rules
+            .runtimes
+            .rules_for(name, version)
+            .map_err(Unavailable::NoRuntimeRule)?;
+        for rule in runtime_rules {
+            let cause = match &rule.kind {
+                RuntimeKind::LocalLabel(label) => RuleCause::LocalLabel {
+                    label: label.clone(),
+                    runtime: rule.runtime.to_string(),
+                    source: rule.source.clone(),
+                    jit_source: rule.jit_source.clone(),
                 },
-                RuntimeRule::Family(family) => RuleCause::Family {
-                    pattern: family.packages.clone(),
-                    runtime: family.runtime.to_string(),
-                    source: family.source.clone(),
+                RuntimeKind::Family(pattern) => RuleCause::Family {
+                    pattern: pattern.clone(),
+                    runtime: rule.runtime.to_string(),
+                    source: rule.source.clone(),
                 },
             };
             edges.push(Edge {
                 dependency: ResolverPackage::Virtual(VirtualPackage::CudaRuntime),
-                range: specifiers_to_ranges(rule.runtime()),
+                range: specifiers_to_ranges(&rule.runtime),
                 cause: Cause::Rule(cause),
             });
+            edges.extend(self.minor_version_edge(rule.major));
         }
         for pin in self.rules.abi.pins_for(name, version) {
             let range = match &pin.requires.version_or_url {
@@ -911,15 +970,6 @@ fn after_public(version: &Version) -> Version {
             std::ops::Bound::Unbounded => None,
         })
         .unwrap_or_else(|| version.clone())
-}
-
-/// `[oldest, newest]` as compute-capability versions, e.g. `[7.5, 12.1]`.
-fn arch_range(oldest: GpuArch, newest: GpuArch) -> VersionRange {
-    let parse = |arch: GpuArch| Version::from_str(&arch.compute_capability()).ok();
-    match (parse(oldest), parse(newest)) {
-        (Some(low), Some(high)) => Ranges::from_range_bounds(low..=high),
-        _ => Ranges::full(),
-    }
 }
 
 /// The glibc a manylinux platform tag needs, e.g. `manylinux_2_28_x86_64` → `2.28`.
@@ -1001,7 +1051,7 @@ impl DependencyProvider for Provider<'_> {
         package: &ResolverPackage,
         version: &Version,
     ) -> Result<Dependencies<ResolverPackage, VersionRange, Unavailable>, Infallible> {
-        let edges = match package {
+        let mut edges = match package {
             ResolverPackage::Root(_) => self.root_edges(),
             ResolverPackage::Virtual(virtual_package) => {
                 self.virtual_edges(virtual_package, version)
@@ -1033,6 +1083,13 @@ impl DependencyProvider for Provider<'_> {
                 }
             }
         };
+        // Causes set aside to find the conflict behind the first one (`relax`).
+        edges.retain(|edge| {
+            !self
+                .relaxed
+                .iter()
+                .any(|relaxation| relaxation.drops(package, edge))
+        });
         let mut merged: Vec<(ResolverPackage, VersionRange)> = Vec::new();
         for edge in &edges {
             if edge.dependency == *package {

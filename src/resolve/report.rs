@@ -15,7 +15,8 @@ use super::package::{ResolverPackage, VirtualPackage};
 use super::provider::{Cause, Edge, Provider, RuleCause, Unavailable, VersionRange};
 use crate::rules::{ABI_PINS_FILE, CUDA_ARCH_FILE, CUDA_DRIVER_FILE, CUDA_RUNTIME_FILE};
 
-/// Why a manifest cannot be resolved: facts in derivation order, then hints.
+/// Why a manifest cannot be resolved: facts in derivation order, then hints; then every
+/// further independent conflict, most actionable first.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ConflictReport {
     /// The manifest's name, e.g. `sglang-0.5.9-cuda13`.
@@ -24,19 +25,51 @@ pub struct ConflictReport {
     pub facts: Vec<String>,
     /// Fixes to try, e.g. ``pin `torch==2.9.1+cu130` …``.
     pub hints: Vec<String>,
+    /// The conflicts found by resolving again with the ones before set aside.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more: Vec<Conflict>,
+}
+
+/// One further conflict: its facts and hints.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Conflict {
+    /// As [`ConflictReport::facts`].
+    pub facts: Vec<String>,
+    /// As [`ConflictReport::hints`].
+    pub hints: Vec<String>,
 }
 
 impl fmt::Display for ConflictReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "because:")?;
-        for fact in &self.facts {
-            writeln!(f, "  - {fact}")?;
+        let total = self.more.len() + 1;
+        if total > 1 {
+            writeln!(
+                f,
+                "{total} independent conflicts, the one to change first first; conflict 1:"
+            )?;
         }
-        for hint in &self.hints {
-            writeln!(f, "hint: {hint}")?;
+        write_conflict(f, &self.facts, &self.hints)?;
+        for (position, conflict) in self.more.iter().enumerate() {
+            writeln!(
+                f,
+                "conflict {} (still there once the ones above are fixed):",
+                position + 2
+            )?;
+            write_conflict(f, &conflict.facts, &conflict.hints)?;
         }
         Ok(())
     }
+}
+
+fn write_conflict(f: &mut fmt::Formatter<'_>, facts: &[String], hints: &[String]) -> fmt::Result {
+    writeln!(f, "because:")?;
+    for fact in facts {
+        writeln!(f, "  - {fact}")?;
+    }
+    for hint in hints {
+        writeln!(f, "hint: {hint}")?;
+    }
+    Ok(())
 }
 
 type Tree = DerivationTree<ResolverPackage, VersionRange, Unavailable>;
@@ -63,6 +96,7 @@ pub fn conflict_report(provider: &Provider<'_>, tree: &Tree, manifest: &str) -> 
         manifest: manifest.to_string(),
         facts: builder.facts,
         hints: builder.ordered_hints,
+        more: Vec::new(),
     }
 }
 
@@ -214,7 +248,30 @@ impl Builder<'_, '_> {
                     && self.provider.git_source(name).is_none()
                 {
                     if holders.is_empty() {
-                        self.fact(format!("no index has a package `{name}`"));
+                        let universe = self.provider.universe();
+                        match &universe.snapshot {
+                            Some(snapshot) => {
+                                self.fact(format!(
+                                    "the snapshot `{snapshot}` has no package `{name}`: a snapshot miss, which says nothing about the live indexes (a snapshot records only what resolving its manifest needed)"
+                                ));
+                                self.hint(format!(
+                                    "record a snapshot that has it with `upgrade index snapshot {} -o FILE` and pass `--snapshot FILE`",
+                                    self.provider.manifest_file()
+                                ));
+                            }
+                            None => self.fact(format!("no index has a package `{name}`")),
+                        }
+                        let suggestions = super::names::closest(name, universe.project_names());
+                        if !suggestions.is_empty() {
+                            let names: Vec<String> = suggestions
+                                .iter()
+                                .map(|suggestion| format!("`{suggestion}`"))
+                                .collect();
+                            self.hint(format!(
+                                "did you mean {}? (`{name}` is not a project the indexes list)",
+                                names.join(" or ")
+                            ));
+                        }
                     } else {
                         self.fact(format!(
                             "`{name}` is only on the explicit index `{}`, which serves only packages that name it",
@@ -379,28 +436,51 @@ impl Builder<'_, '_> {
     ) -> String {
         let environment = self.provider.environment();
         match rule {
-            RuleCause::Driver(minimum) | RuleCause::RuntimeDriver(minimum) => {
+            RuleCause::Driver(minimum) => {
                 if let Some(driver) = &environment.driver {
                     self.hint(format!(
                         "upgrade the node's driver to {} or newer (it has {driver}), or choose a toolkit whose minimum driver it meets (see `{CUDA_DRIVER_FILE}`)",
                         minimum.driver
                     ));
                 }
-                let what = match rule {
-                    RuleCause::RuntimeDriver(_) => "the CUDA runtime",
-                    _ => "CUDA toolkit",
-                };
                 format!(
-                    "{what} {} needs driver {} or newer (rule `{CUDA_DRIVER_FILE}`; source: {})",
+                    "CUDA toolkit {} needs driver {} or newer (rule `{CUDA_DRIVER_FILE}`; source: {})",
                     minimum.toolkit, minimum.driver, minimum.source
                 )
             }
+            RuleCause::MinorVersion(major) => {
+                if let Some(driver) = &environment.driver {
+                    self.hint(format!(
+                        "upgrade the node's driver to {} or newer (it has {driver}): nothing built with CUDA {} runs on an older branch (see `{CUDA_RUNTIME_FILE}`)",
+                        major.driver, major.major
+                    ));
+                }
+                let who = match package {
+                    ResolverPackage::Virtual(VirtualPackage::CudaRuntime) => {
+                        format!("the stack's CUDA {} runtime", major.major)
+                    }
+                    _ => format!("{subject}, a CUDA {} build,", major.major),
+                };
+                format!(
+                    "{who} needs driver {} or newer under minor version compatibility ({}) (rule `{CUDA_RUNTIME_FILE}`; source: {})",
+                    major.driver, major.limits, major.source
+                )
+            }
             RuleCause::Arch(support) => {
+                let rules = self.provider.rules();
                 let unsupported: Vec<String> = environment
                     .gpu_archs
                     .iter()
-                    .filter(|arch| **arch < support.oldest || **arch > support.newest)
-                    .map(ToString::to_string)
+                    .filter(|arch| !support.supports(arch))
+                    .map(
+                        |arch| match rules.arches.renamed_on(arch, &support.toolkit) {
+                            Some(renamed) => format!(
+                                "{arch} (named {} from CUDA {}; source: {})",
+                                renamed.now, renamed.from, renamed.source
+                            ),
+                            None => arch.to_string(),
+                        },
+                    )
                     .collect();
                 if !unsupported.is_empty() {
                     self.hint(format!(
@@ -410,16 +490,19 @@ impl Builder<'_, '_> {
                     ));
                 }
                 format!(
-                    "CUDA {} supports GPU architectures {} to {} (rule `{CUDA_ARCH_FILE}`; source: {})",
-                    support.toolkit, support.oldest, support.newest, support.source
+                    "CUDA {} supports GPU architectures {} (rule `{CUDA_ARCH_FILE}`; source: {})",
+                    support.toolkit,
+                    support.device_names(),
+                    support.source
                 )
             }
             RuleCause::LocalLabel {
                 label,
                 runtime,
                 source,
+                jit_source,
             } => format!(
-                "{subject} is a `+{label}` build: it needs CUDA runtime `{runtime}` (rule `{CUDA_RUNTIME_FILE}`; source: {source})"
+                "{subject} is a `+{label}` build: it carries its own CUDA runtime, and JIT paths (nvcc, ptxas) need a toolkit of the same major, `{runtime}` (rule `{CUDA_RUNTIME_FILE}`; sources: {source}; {jit_source})"
             ),
             RuleCause::Family {
                 pattern,

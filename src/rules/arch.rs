@@ -1,5 +1,6 @@
-//! CUDA toolkit release line → supported GPU architectures, from
-//! `manifests/rules/cuda-arch.yaml`.
+//! CUDA toolkit release line → the GPU architectures it supports, by name, from
+//! `manifests/rules/cuda-arch.yaml`; and the list of real architectures, so that a name no
+//! GPU has (`sm_91`) is refused rather than compared as a number.
 
 use serde::Deserialize;
 
@@ -14,27 +15,72 @@ const CUDA_ARCH_YAML: &str = include_str!("../../manifests/rules/cuda-arch.yaml"
 #[serde(deny_unknown_fields)]
 struct ArchFile {
     schema: u32,
-    arch_support: Vec<ArchSupport>,
+    architectures: Vec<KnownArch>,
+    renamed: Vec<RenamedArch>,
+    toolkits: Vec<ArchSupport>,
 }
 
-/// One row: a toolkit release line and the architectures it supports, e.g. 13.0 →
-/// `sm_75` to `sm_121`.
+/// A compute capability NVIDIA has shipped GPUs with, e.g. `sm_90` (H100, H200).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ArchSupport {
-    /// The release line, e.g. `13.0`; later updates of the line share the row.
-    pub toolkit: CudaVersion,
-    /// The oldest supported architecture, e.g. `sm_75`.
-    pub oldest: GpuArch,
-    /// The newest supported architecture, e.g. `sm_121`.
-    pub newest: GpuArch,
-    /// Where it is documented, e.g. the CUDA 13.0 release notes.
+pub struct KnownArch {
+    /// e.g. `sm_90`.
+    pub name: GpuArch,
+    /// e.g. `Hopper (H100, H200, GH200)`.
+    pub gpus: String,
+    /// Where it is documented.
     pub source: String,
 }
 
-/// The table of architecture support, ordered by toolkit.
+/// A name a toolkit line replaced, e.g. `sm_101` → `sm_110` from CUDA 13.0.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenamedArch {
+    /// e.g. `sm_101`.
+    pub name: GpuArch,
+    /// e.g. `sm_110`.
+    pub now: GpuArch,
+    /// The first release line using the new name, e.g. `13.0`.
+    pub from: CudaVersion,
+    /// Where it is documented.
+    pub source: String,
+}
+
+/// One row: a toolkit release line and the architectures it supports, e.g. 13.0 →
+/// `[sm_75, sm_80, …, sm_121f]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchSupport {
+    /// The release line, e.g. `13.0`; its updates share the row.
+    pub toolkit: CudaVersion,
+    /// Every architecture its compilers target, e.g. `sm_90`, `sm_90a`, `sm_100f`.
+    pub arches: Vec<GpuArch>,
+    /// Where it is documented, e.g. the nvcc guide's GPU feature list of CUDA 13.0.
+    pub source: String,
+}
+
+impl ArchSupport {
+    /// Whether `arch` is named in the row.
+    pub fn supports(&self, arch: &GpuArch) -> bool {
+        self.arches.contains(arch)
+    }
+
+    /// The device names of the row (no `a`/`f` targets), e.g. `sm_75, sm_80, …`.
+    pub fn device_names(&self) -> String {
+        self.arches
+            .iter()
+            .filter(|arch| arch.variant().is_none())
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The table of architecture support.
 #[derive(Debug, Clone)]
 pub struct ArchTable {
+    known: Vec<KnownArch>,
+    renamed: Vec<RenamedArch>,
     rows: Vec<ArchSupport>,
 }
 
@@ -47,23 +93,68 @@ impl ArchTable {
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
         let parsed: ArchFile = super::file::parse(text, file)?;
-        let mut rows = parsed.arch_support;
+        let mut rows = parsed.toolkits;
         rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
-        Ok(Self { rows })
+        let invalid = |message: String| RulesError::Invalid {
+            file: file.to_string(),
+            message,
+        };
+        for pair in rows.windows(2) {
+            if pair[0].toolkit == pair[1].toolkit {
+                return Err(invalid(format!(
+                    "toolkit `{}` is listed twice",
+                    pair[0].toolkit
+                )));
+            }
+        }
+        let table = Self {
+            known: parsed.architectures,
+            renamed: parsed.renamed,
+            rows,
+        };
+        for row in &table.rows {
+            if let Some(arch) = row
+                .arches
+                .iter()
+                .find(|arch| table.known(&device_of(arch)).is_none())
+            {
+                return Err(invalid(format!(
+                    "toolkit `{}` names `{arch}`, which is not under `architectures:`",
+                    row.toolkit
+                )));
+            }
+        }
+        Ok(table)
     }
 
-    /// The row for `toolkit`: the latest listed release line of the same major at or
-    /// below it, e.g. 13.0.1 → the 13.0 row; `None` for an unlisted major.
+    /// The row of `toolkit`'s release line, e.g. 13.0.1 → the 13.0 row; `None` when the
+    /// line has no row.
     pub fn support_for(&self, toolkit: &CudaVersion) -> Option<&ArchSupport> {
-        self.rows.iter().rev().find(|row| {
-            row.toolkit.major() == toolkit.major() && row.toolkit.release() <= toolkit.release()
-        })
+        let line = toolkit.release();
+        self.rows.iter().find(|row| row.toolkit.release() == line)
     }
 
-    /// All rows.
+    /// The real architecture of this name, e.g. `sm_90`; `None` for `sm_91`.
+    pub fn known(&self, arch: &GpuArch) -> Option<&KnownArch> {
+        self.known.iter().find(|known| known.name == *arch)
+    }
+
+    /// The rename that applies to `arch` on `toolkit`, e.g. `sm_101` on 13.0.
+    pub fn renamed_on(&self, arch: &GpuArch, toolkit: &CudaVersion) -> Option<&RenamedArch> {
+        self.renamed
+            .iter()
+            .find(|renamed| renamed.name == *arch && toolkit.release() >= renamed.from)
+    }
+
+    /// All rows, ordered by release line.
     pub fn rows(&self) -> &[ArchSupport] {
         &self.rows
     }
+}
+
+/// The device an architecture-specific or family target belongs to: `sm_90a` → `sm_90`.
+fn device_of(arch: &GpuArch) -> GpuArch {
+    GpuArch::new(arch.major(), arch.minor())
 }
 
 impl super::file::RuleFile for ArchFile {
@@ -76,14 +167,50 @@ impl super::file::RuleFile for ArchFile {
 mod tests {
     use super::*;
 
+    fn arch(name: &str) -> GpuArch {
+        name.parse().unwrap()
+    }
+
     #[test]
     fn cuda_13_starts_at_turing() {
         let table = ArchTable::embedded().unwrap();
         let row = table.support_for(&"13.0.1".parse().unwrap()).unwrap();
-        assert_eq!(row.oldest.to_string(), "sm_75");
-        assert!(row.newest >= "sm_120".parse().unwrap());
+        assert!(row.supports(&arch("sm_75")));
+        assert!(!row.supports(&arch("sm_70")));
+        assert!(row.supports(&arch("sm_110")));
+        assert!(!row.supports(&arch("sm_101")));
         let row = table.support_for(&"12.8".parse().unwrap()).unwrap();
-        assert_eq!(row.oldest.to_string(), "sm_50");
+        assert!(row.supports(&arch("sm_50")));
+        assert!(row.supports(&arch("sm_101")));
         assert!(table.support_for(&"11.8".parse().unwrap()).is_none());
+        assert!(table.support_for(&"12.7".parse().unwrap()).is_none());
+    }
+
+    #[test]
+    fn names_are_real_architectures() {
+        let table = ArchTable::embedded().unwrap();
+        assert!(table.known(&arch("sm_90")).is_some());
+        assert!(table.known(&arch("sm_91")).is_none());
+        let renamed = table
+            .renamed_on(&arch("sm_101"), &"13.0.2".parse().unwrap())
+            .unwrap();
+        assert_eq!(renamed.now, arch("sm_110"));
+        assert!(
+            table
+                .renamed_on(&arch("sm_101"), &"12.9".parse().unwrap())
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn every_line_from_12_0_has_a_row_with_a_source() {
+        let table = ArchTable::embedded().unwrap();
+        for line in [
+            "12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.8", "12.9", "13.0", "13.1",
+            "13.2", "13.3", "13.4", "13.5",
+        ] {
+            let row = table.support_for(&line.parse().unwrap()).unwrap();
+            assert!(row.source.starts_with("https://"), "{line}");
+        }
     }
 }

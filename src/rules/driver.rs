@@ -28,14 +28,11 @@ pub struct DriverMinimum {
     pub source: String,
 }
 
-/// The driver a toolkit needs, and how exact the answer is.
+/// The driver a toolkit needs: the row of exactly that update.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DriverRequirement {
     /// The row that applies.
     pub rule: DriverMinimum,
-    /// `false` when the toolkit itself is not listed and the nearest earlier update of
-    /// its release line was used (a later update never needs an older driver).
-    pub exact: bool,
 }
 
 /// The table of driver minimums, ordered by toolkit version.
@@ -66,21 +63,13 @@ impl DriverTable {
         Ok(Self { rows })
     }
 
-    /// The minimum driver for `toolkit`, e.g. 13.0.1 → 580.82.07.
+    /// The minimum driver for `toolkit`, e.g. 13.0.1 → 580.82.07 (`13.0` is `13.0.0`).
     ///
-    /// An unlisted update (13.0.3) uses the latest listed update of its release line
-    /// at or below it and says so (`exact: false`); an unlisted release line gives `None`.
+    /// Only the update's own row answers: an unlisted update (13.0.3) gives `None`, and
+    /// the caller refuses it naming this table, never borrowing a neighbour's minimum.
     pub fn minimum_for(&self, toolkit: &CudaVersion) -> Option<DriverRequirement> {
-        let line = toolkit.release();
-        let row = self
-            .rows
-            .iter()
-            .rev()
-            .find(|row| row.toolkit.release() == line && row.toolkit <= *toolkit)?;
-        Some(DriverRequirement {
-            exact: row.toolkit == *toolkit,
-            rule: row.clone(),
-        })
+        let row = self.rows.iter().find(|row| row.toolkit == *toolkit)?;
+        Some(DriverRequirement { rule: row.clone() })
     }
 
     /// All rows, ordered by toolkit version.
@@ -112,20 +101,33 @@ mod tests {
             ("12.8", "570.26"),
             ("12.8.1", "570.124.06"),
             ("12.9", "575.51.03"),
+            ("12.9.1", "575.57.08"),
+            ("12.0", "525.60.13"),
+            ("12.6", "560.28.03"),
         ];
         for (toolkit, driver) in cases {
             let found = table().minimum_for(&toolkit.parse().unwrap()).unwrap();
-            assert!(found.exact, "{toolkit}");
             assert_eq!(found.rule.driver.to_string(), driver, "{toolkit}");
         }
     }
 
     #[test]
-    fn unlisted_update_uses_its_release_line() {
-        let found = table().minimum_for(&"13.0.3".parse().unwrap()).unwrap();
-        assert!(!found.exact);
-        assert_eq!(found.rule.driver.to_string(), "580.95.05");
+    fn unlisted_update_has_no_minimum() {
+        assert!(table().minimum_for(&"13.0.3".parse().unwrap()).is_none());
         assert!(table().minimum_for(&"11.8".parse().unwrap()).is_none());
+    }
+
+    #[test]
+    fn every_update_from_12_0_to_13_1_has_a_row() {
+        let updates = super::super::UpdateTable::embedded().unwrap();
+        for row in updates.rows() {
+            let update = &row.update;
+            if *update <= "13.1.0".parse::<CudaVersion>().unwrap()
+                && *update != "12.9.2".parse::<CudaVersion>().unwrap()
+            {
+                assert!(table().minimum_for(update).is_some(), "{update}");
+            }
+        }
     }
 
     #[test]

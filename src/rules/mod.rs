@@ -2,13 +2,14 @@
 //!
 //! Every fact is data with a `source:`: CUDA toolkit → minimum driver
 //! (`cuda-driver.yaml`), toolkit → GPU architectures (`cuda-arch.yaml`), local labels
-//! and wheel families → CUDA runtime (`cuda-runtime.yaml`), native ABI pins and version
+//! and wheel families → CUDA major, and each major's driver floor (`cuda-runtime.yaml`), native ABI pins and version
 //! locks (`abi-pins.yaml`), toolkit update → nvcc build and NVIDIA's apt naming
 //! (`cuda-updates.yaml`). This module parses and looks them up, and does not decide
 //! anything on its own (the resolver and the diff apply the rules).
 
 mod abi;
 mod arch;
+mod coverage;
 mod driver;
 mod error;
 mod file;
@@ -16,10 +17,14 @@ mod runtime;
 mod updates;
 
 pub use abi::{ABI_PINS_FILE, AbiPin, AbiRules, VersionLock};
-pub use arch::{ArchSupport, ArchTable, CUDA_ARCH_FILE};
+pub use arch::{ArchSupport, ArchTable, CUDA_ARCH_FILE, KnownArch, RenamedArch};
+pub use coverage::RuleGap;
 pub use driver::{CUDA_DRIVER_FILE, DriverMinimum, DriverRequirement, DriverTable};
 pub use error::RulesError;
-pub use runtime::{CUDA_RUNTIME_FILE, FamilyRule, LocalLabelRule, RuntimeRule, RuntimeRules};
+pub use runtime::{
+    CUDA_RUNTIME_FILE, FamilyRule, IndependentPackage, LocalLabelPolicy, MajorRule, RuntimeGap,
+    RuntimeKind, RuntimeRule, RuntimeRules,
+};
 pub use updates::{AptNaming, CUDA_UPDATES_FILE, NvccMatch, UpdateRow, UpdateTable};
 
 /// Every rule table, as the resolver applies them.

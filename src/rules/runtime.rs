@@ -1,12 +1,14 @@
-//! Which CUDA runtime a wheel was built for, from `manifests/rules/cuda-runtime.yaml`:
-//! local labels (`+cu130` → 13.0) and CUDA-suffixed wheel families
-//! (`nvidia-*-cu12` → CUDA 12).
+//! Which CUDA runtime a wheel carries, from `manifests/rules/cuda-runtime.yaml`: local labels
+//! (`+cu130` → CUDA 13), CUDA-suffixed wheel families (`nvidia-*-cu12` → CUDA 12), the
+//! suffix-less CUDA 13 library wheels by version range (`nvidia-cufft 12.x` → CUDA 13), and
+//! per CUDA major the driver floor of NVIDIA's minor version compatibility.
 
 use pep440_rs::{Version, VersionSpecifiers};
 use pep508_rs::PackageName;
 use serde::Deserialize;
 
 use super::error::RulesError;
+use crate::cuda::DriverVersion;
 
 /// The rule file, as embedded in the binary.
 pub const CUDA_RUNTIME_FILE: &str = "manifests/rules/cuda-runtime.yaml";
@@ -16,21 +18,34 @@ const CUDA_RUNTIME_YAML: &str = include_str!("../../manifests/rules/cuda-runtime
 #[serde(deny_unknown_fields)]
 struct RuntimeFile {
     schema: u32,
-    local_labels: Vec<LocalLabelRule>,
+    majors: Vec<MajorRule>,
+    local_labels: LocalLabelPolicy,
     families: Vec<FamilyRuleEntry>,
+    cuda_independent: Vec<IndependentPackage>,
 }
 
-/// A local label and the runtime it names, e.g. `cu130` → `==13.0.*`.
+/// A CUDA major and the driver floor of its minor version compatibility, e.g. 13 → R580.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct LocalLabelRule {
-    /// e.g. `cu130`.
-    pub label: String,
-    /// A specifier on the stack's CUDA runtime, e.g. `==13.0.*`.
-    #[serde(with = "specifiers_text")]
-    pub runtime: VersionSpecifiers,
+pub struct MajorRule {
+    /// e.g. `13`.
+    pub major: u32,
+    /// e.g. `580.65.06`.
+    pub driver: DriverVersion,
+    /// What still fails on such a driver, as NVIDIA documents it.
+    pub limits: String,
     /// Where it is documented.
     pub source: String,
+}
+
+/// How every `+cuXYZ` label is read.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalLabelPolicy {
+    /// Where the label convention is documented.
+    pub source: String,
+    /// Where the same-major toolkit requirement of JIT paths is documented.
+    pub jit_source: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -39,12 +54,23 @@ struct FamilyRuleEntry {
     packages: String,
     #[serde(default, with = "optional_specifiers_text")]
     versions: Option<VersionSpecifiers>,
-    #[serde(with = "specifiers_text")]
-    runtime: VersionSpecifiers,
+    major: u32,
     source: String,
 }
 
-/// A wheel family and the runtime it needs, e.g. `nvidia-*-cu12` → `==12.*`.
+/// A project that carries no CUDA runtime although its name starts with `nvidia-`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndependentPackage {
+    /// e.g. `nvidia-ml-py`.
+    pub package: PackageName,
+    /// Why it needs no CUDA runtime.
+    pub reason: String,
+    /// Where it is documented.
+    pub source: String,
+}
+
+/// A wheel family and the CUDA major it carries, e.g. `nvidia-*-cu12` → 12.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FamilyRule {
     /// A name pattern with at most one `*`, e.g. `nvidia-*-cu12`.
@@ -52,45 +78,52 @@ pub struct FamilyRule {
     /// Only these versions of the family, e.g. `>=13,<14`; `None` for all.
     #[serde(serialize_with = "serialize_optional_display")]
     pub versions: Option<VersionSpecifiers>,
-    /// A specifier on the stack's CUDA runtime, e.g. `==12.*`.
-    #[serde(serialize_with = "serialize_display")]
-    pub runtime: VersionSpecifiers,
+    /// e.g. `12`.
+    pub major: u32,
     /// Where it is documented.
     pub source: String,
 }
 
-/// Why a release needs a CUDA runtime.
+/// Why a release carries a CUDA runtime of one major.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RuntimeRule<'a> {
-    /// Its local label, e.g. `+cu130`.
-    LocalLabel(&'a LocalLabelRule),
-    /// Its project name, e.g. `nvidia-cublas-cu12`.
-    Family(&'a FamilyRule),
+pub enum RuntimeKind {
+    /// Its local label, e.g. `cu130`.
+    LocalLabel(String),
+    /// Its project name matches a family, e.g. `nvidia-*-cu12`.
+    Family(String),
 }
 
-impl RuntimeRule<'_> {
-    /// The specifier on the CUDA runtime, e.g. `==13.0.*`.
-    pub fn runtime(&self) -> &VersionSpecifiers {
-        match self {
-            Self::LocalLabel(rule) => &rule.runtime,
-            Self::Family(rule) => &rule.runtime,
-        }
-    }
+/// What a release needs because of the CUDA runtime it carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeRule {
+    /// Label or family.
+    pub kind: RuntimeKind,
+    /// The CUDA major, e.g. `13`.
+    pub major: u32,
+    /// The specifier on the stack's runtime for JIT paths, e.g. `==13.*`.
+    pub runtime: VersionSpecifiers,
+    /// Where the label or family is documented.
+    pub source: String,
+    /// Where the same-major toolkit requirement is documented.
+    pub jit_source: String,
+}
 
-    /// Where the rule is documented.
-    pub fn source(&self) -> &str {
-        match self {
-            Self::LocalLabel(rule) => &rule.source,
-            Self::Family(rule) => &rule.source,
-        }
-    }
+/// A release that an `nvidia-*` or `+cuXYZ` rule should classify but none does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeGap {
+    /// e.g. `nvidia-foo 1.0`: no family names it and it is not CUDA-independent.
+    UnknownNvidiaWheel,
+    /// e.g. `+cu140`: no `majors:` row for CUDA 14.
+    UnknownMajor(u32),
 }
 
 /// The runtime rules.
 #[derive(Debug, Clone)]
 pub struct RuntimeRules {
-    labels: Vec<LocalLabelRule>,
+    majors: Vec<MajorRule>,
+    labels: Option<LocalLabelPolicy>,
     families: Vec<FamilyRule>,
+    independent: Vec<IndependentPackage>,
 }
 
 impl RuntimeRules {
@@ -102,8 +135,10 @@ impl RuntimeRules {
     /// No rules (for resolving scenarios that know nothing of CUDA).
     pub fn empty() -> Self {
         Self {
-            labels: Vec::new(),
+            majors: Vec::new(),
+            labels: None,
             families: Vec::new(),
+            independent: Vec::new(),
         }
     }
 
@@ -117,48 +152,101 @@ impl RuntimeRules {
                     message: format!("pattern `{}` has more than one `*`", family.packages),
                 });
             }
+            if !parsed.majors.iter().any(|row| row.major == family.major) {
+                return Err(RulesError::Invalid {
+                    file: file.to_string(),
+                    message: format!(
+                        "family `{}` names CUDA {}, which has no row under `majors:`",
+                        family.packages, family.major
+                    ),
+                });
+            }
         }
         Ok(Self {
-            labels: parsed.local_labels,
+            majors: parsed.majors,
+            labels: Some(parsed.local_labels),
             families: parsed
                 .families
                 .into_iter()
                 .map(|entry| FamilyRule {
                     packages: entry.packages,
                     versions: entry.versions,
-                    runtime: entry.runtime,
+                    major: entry.major,
                     source: entry.source,
                 })
                 .collect(),
+            independent: parsed.cuda_independent,
         })
     }
 
-    /// The rules that say which runtime `name version` needs, e.g. `torch
-    /// 2.9.1+cu130` → the `cu130` label rule.
-    pub fn rules_for(&self, name: &PackageName, version: &Version) -> Vec<RuntimeRule<'_>> {
-        let mut found = Vec::new();
-        if let [pep440_rs::LocalSegment::String(label), ..] = version.local() {
-            found.extend(
-                self.labels
-                    .iter()
-                    .filter(|rule| rule.label == *label)
-                    .map(RuntimeRule::LocalLabel),
-            );
-        }
-        found.extend(
-            self.families
-                .iter()
-                .filter(|rule| {
-                    glob_matches(&rule.packages, name.as_ref())
-                        && rule
-                            .versions
-                            .as_ref()
-                            .is_none_or(|versions| versions.contains(version))
-                })
-                .map(RuntimeRule::Family),
-        );
-        found
+    /// The driver floor of CUDA `major` under minor version compatibility, e.g. 13 → 580.65.06.
+    pub fn major(&self, major: u32) -> Option<&MajorRule> {
+        self.majors.iter().find(|row| row.major == major)
     }
+
+    /// The rules that say which runtime `name version` carries, e.g. `torch 2.9.1+cu130`
+    /// → CUDA 13 by its label; or why a release that should be classified is not.
+    pub fn rules_for(
+        &self,
+        name: &PackageName,
+        version: &Version,
+    ) -> Result<Vec<RuntimeRule>, RuntimeGap> {
+        let mut found = Vec::new();
+        if let (Some(policy), [pep440_rs::LocalSegment::String(label), ..]) =
+            (&self.labels, version.local())
+            && let Some(cuda) = crate::cuda::CudaVersion::from_local_label(label)
+        {
+            if self.major(cuda.major()).is_none() {
+                return Err(RuntimeGap::UnknownMajor(cuda.major()));
+            }
+            found.push(RuntimeRule {
+                kind: RuntimeKind::LocalLabel(label.clone()),
+                major: cuda.major(),
+                runtime: major_specifier(cuda.major()),
+                source: policy.source.clone(),
+                jit_source: policy.jit_source.clone(),
+            });
+        }
+        let jit_source = self
+            .labels
+            .as_ref()
+            .map(|policy| policy.jit_source.clone())
+            .unwrap_or_default();
+        let families: Vec<RuntimeRule> = self
+            .families
+            .iter()
+            .filter(|rule| {
+                glob_matches(&rule.packages, name.as_ref())
+                    && rule
+                        .versions
+                        .as_ref()
+                        .is_none_or(|versions| versions.contains(version))
+            })
+            .map(|rule| RuntimeRule {
+                kind: RuntimeKind::Family(rule.packages.clone()),
+                major: rule.major,
+                runtime: major_specifier(rule.major),
+                source: rule.source.clone(),
+                jit_source: jit_source.clone(),
+            })
+            .collect();
+        if families.is_empty()
+            && self.labels.is_some()
+            && name.as_ref().starts_with("nvidia-")
+            && !self.independent.iter().any(|entry| entry.package == *name)
+        {
+            return Err(RuntimeGap::UnknownNvidiaWheel);
+        }
+        found.extend(families);
+        Ok(found)
+    }
+}
+
+/// `==13.*`: any release line of CUDA 13.
+fn major_specifier(major: u32) -> VersionSpecifiers {
+    let specifier =
+        pep440_rs::VersionSpecifier::equals_star_version(Version::new([u64::from(major)]));
+    VersionSpecifiers::from_iter([specifier])
 }
 
 /// `nvidia-*-cu12` matches `nvidia-cublas-cu12`; a pattern without `*` matches itself.
@@ -171,13 +259,6 @@ fn glob_matches(pattern: &str, name: &str) -> bool {
         }
         None => pattern == name,
     }
-}
-
-fn serialize_display<T: std::fmt::Display, S: serde::Serializer>(
-    value: &T,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(value)
 }
 
 fn serialize_optional_display<T: std::fmt::Display, S: serde::Serializer>(
@@ -195,20 +276,13 @@ pub(crate) mod specifiers_text {
     use std::str::FromStr;
 
     use pep440_rs::VersionSpecifiers;
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserialize, Deserializer};
 
     pub fn deserialize<'de, D: Deserializer<'de>>(
         deserializer: D,
     ) -> Result<VersionSpecifiers, D::Error> {
         let text = String::deserialize(deserializer)?;
         VersionSpecifiers::from_str(&text).map_err(serde::de::Error::custom)
-    }
-
-    pub fn serialize<S: Serializer>(
-        value: &VersionSpecifiers,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(value)
     }
 }
 
@@ -240,26 +314,65 @@ mod tests {
 
     use super::*;
 
-    fn rules_for(name: &str, version: &str) -> Vec<String> {
+    fn rules_for(name: &str, version: &str) -> Result<Vec<String>, RuntimeGap> {
         let rules = RuntimeRules::embedded().unwrap();
-        rules
+        Ok(rules
             .rules_for(
                 &PackageName::from_str(name).unwrap(),
                 &Version::from_str(version).unwrap(),
-            )
+            )?
             .iter()
-            .map(|rule| rule.runtime().to_string())
-            .collect()
+            .map(|rule| rule.runtime.to_string())
+            .collect())
     }
 
     #[test]
     fn labels_and_families() {
-        assert_eq!(rules_for("torch", "2.9.1+cu130"), ["==13.0.*"]);
-        assert_eq!(rules_for("torch", "2.9.1+cu128"), ["==12.8.*"]);
-        assert!(rules_for("torch", "2.9.1").is_empty());
-        assert_eq!(rules_for("nvidia-cublas-cu12", "12.8.4.1"), ["==12.*"]);
-        assert_eq!(rules_for("nvidia-nccl-cu13", "2.27.7"), ["==13.*"]);
-        assert_eq!(rules_for("cuda-toolkit", "13.0.2"), ["==13.*"]);
-        assert!(rules_for("nvidia-ml-py", "13.615.71").is_empty());
+        assert_eq!(rules_for("torch", "2.9.1+cu130").unwrap(), ["==13.*"]);
+        assert_eq!(rules_for("torch", "2.9.1+cu128").unwrap(), ["==12.*"]);
+        assert!(rules_for("torch", "2.9.1").unwrap().is_empty());
+        assert_eq!(
+            rules_for("nvidia-cublas-cu12", "12.8.4.1").unwrap(),
+            ["==12.*"]
+        );
+        assert_eq!(rules_for("nvidia-nccl-cu13", "2.27.7").unwrap(), ["==13.*"]);
+        assert_eq!(rules_for("cuda-toolkit", "13.0.2").unwrap(), ["==13.*"]);
+        assert!(rules_for("nvidia-ml-py", "13.615.71").unwrap().is_empty());
+    }
+
+    /// The suffix-less CUDA 13 library wheels torch 2.9.1+cu130 pins, whose versions are
+    /// their own and not CUDA's.
+    #[test]
+    fn suffixless_cuda_13_libraries() {
+        for (name, version) in [
+            ("nvidia-cublas", "13.0.0.19"),
+            ("nvidia-cufft", "12.0.0.15"),
+            ("nvidia-curand", "10.4.0.35"),
+            ("nvidia-cusolver", "12.0.3.29"),
+            ("nvidia-cusparse", "12.6.2.49"),
+            ("nvidia-cufile", "1.15.0.42"),
+        ] {
+            assert_eq!(rules_for(name, version).unwrap(), ["==13.*"], "{name}");
+        }
+        assert_eq!(
+            rules_for("nvidia-cufft", "11.3.3.83"),
+            Err(RuntimeGap::UnknownNvidiaWheel)
+        );
+        assert_eq!(
+            rules_for("nvidia-something-new", "1.0"),
+            Err(RuntimeGap::UnknownNvidiaWheel)
+        );
+        assert_eq!(
+            rules_for("torch", "3.0+cu140"),
+            Err(RuntimeGap::UnknownMajor(14))
+        );
+    }
+
+    #[test]
+    fn minor_version_floors() {
+        let rules = RuntimeRules::embedded().unwrap();
+        assert_eq!(rules.major(13).unwrap().driver.to_string(), "580.65.06");
+        assert_eq!(rules.major(12).unwrap().driver.to_string(), "525.60.13");
+        assert!(rules.major(11).is_none());
     }
 }

@@ -642,6 +642,7 @@ impl Explorer<'_> {
 
     fn finish(mut self) -> Exploration {
         let mut universe = Universe {
+            snapshot: None,
             indexes: self
                 .indexes
                 .iter()
