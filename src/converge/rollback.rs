@@ -302,6 +302,9 @@ async fn restore_environment(
             "pip",
             "install",
             "--no-deps",
+            // A package now installed from elsewhere at the same version (a source
+            // build of `sglang 0.5.9`) is replaced too.
+            "--force-reinstall",
             "--no-input",
             "--disable-pip-version-check",
         ]);

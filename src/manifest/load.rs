@@ -154,7 +154,11 @@ fn decode(bytes: Vec<u8>, file: &str) -> Result<String, ManifestError> {
 /// Load a manifest file; patch files are checked relative to its directory.
 pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
     let text = read_text(path)?;
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    // `overlay.yaml` has the parent `` (empty), which names no directory: the current one.
+    let base = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
     load_str(&text, &path.display().to_string(), Some(&base))
 }
 

@@ -95,6 +95,11 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Runs `command` to completion, killing it after [`COMMAND_TIMEOUT`].
 fn command_output(command: &mut Command) -> Result<Run, String> {
+    command_output_within(command, COMMAND_TIMEOUT)
+}
+
+/// Runs `command` to completion, killing it after `timeout`.
+pub fn command_output_within(command: &mut Command, timeout: Duration) -> Result<Run, String> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -105,7 +110,7 @@ fn command_output(command: &mut Command) -> Result<Run, String> {
     let mut stderr = child.stderr.take();
     let out = std::thread::spawn(move || read_all(stdout.as_mut()));
     let err = std::thread::spawn(move || read_all(stderr.as_mut()));
-    let deadline = Instant::now() + COMMAND_TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status.code(),
@@ -113,9 +118,7 @@ fn command_output(command: &mut Command) -> Result<Run, String> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "`{command:?}` ran longer than {COMMAND_TIMEOUT:?}; killed"
-                ));
+                return Err(format!("`{command:?}` ran longer than {timeout:?}; killed"));
             }
             Err(error) => return Err(format!("Failed to wait for `{command:?}`: {error}")),
         }
