@@ -2,7 +2,8 @@
 //! the `upgrade` binary, a testbed overlay of the seed manifest (with its patch and an
 //! index snapshot) to two `cuda12.8` nodes, runs `upgrade apply --local --format json`
 //! on each and collects the outcomes; both nodes converge (torch 2.9.1+cu130, the
-//! verification launch ready) and a second run changes nothing.
+//! verification launch ready), a second run changes nothing, and a node whose
+//! verification is refused fails alone with its outcome collected.
 //!
 //! Needs root (the testbed's namespaces) and ansible-core, which is installed with pip,
 //! by name, from the index pip is configured with into
@@ -146,7 +147,8 @@ fn outcome(dir: &Path, host: &str) -> serde_json::Value {
 }
 
 /// See: issue 10, item 9 — the playbook converges two nodes with the node-local unit,
-/// collects their outcomes on the controller, and a second run is all no-op.
+/// collects their outcomes on the controller, a second run is all no-op, and a failing
+/// node fails alone.
 #[test]
 fn playbook_converges_two_nodes_and_reruns_as_a_no_op() {
     if skip("playbook_converges_two_nodes_and_reruns_as_a_no_op") {
@@ -278,6 +280,37 @@ fn playbook_converges_two_nodes_and_reruns_as_a_no_op() {
         );
         assert_eq!(recap(&second, node, "failed"), Some(0), "{}", second.stdout);
     }
+    // A node whose verification is refused (a process holds its GPUs) fails alone: its
+    // outcome is kept and summarised, the other node stays converged.
+    testbed.stage("node1", &["busy"]).unwrap();
+    let third = ansible();
+    assert!(!third.success(), "{}", third.describe());
+    let report = outcome(&outcomes, "node1");
+    assert_eq!(report["ok"], false, "{report:#}");
+    assert_eq!(report["verification"]["outcome"], "refused", "{report:#}");
+    assert_eq!(
+        recap(&third, "node1", "failed"),
+        Some(1),
+        "{}",
+        third.stdout
+    );
+    assert!(
+        third.stdout.contains("node1 did not converge"),
+        "{}",
+        third.stdout
+    );
+    assert_eq!(outcome(&outcomes, "node0")["ok"], true);
+    assert_eq!(
+        recap(&third, "node0", "failed"),
+        Some(0),
+        "{}",
+        third.stdout
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(outcomes.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["node0"]["ok"], true, "{summary:#}");
+    assert_eq!(summary["node1"]["ok"], false, "{summary:#}");
     eprintln!(
         "playbook test: {:.1} s in all",
         started.elapsed().as_secs_f64()

@@ -47,6 +47,24 @@ fn invalid_corpus() -> Vec<PathBuf> {
     files
 }
 
+/// A manifest named without a directory (`upgrade validate seed.yaml` run beside it)
+/// finds its patches in the current directory.
+#[test]
+fn patches_resolve_beside_a_manifest_named_without_a_directory() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("patches")).unwrap();
+    let patch = "patches/sglang-0.5.9-flashinfer-0.6.4.patch";
+    std::fs::copy(root.join("manifests").join(patch), dir.path().join(patch)).unwrap();
+    std::fs::copy(
+        root.join("manifests/sglang-0.5.9-cu130.yaml"),
+        dir.path().join("seed.yaml"),
+    )
+    .unwrap();
+    let output = upgrade_in(dir.path(), &["validate", "seed.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
 #[test]
 fn shipped_manifests_are_valid() {
     let output = upgrade(&[
