@@ -46,8 +46,8 @@ pub use pip::{
 };
 pub use probe::{DEFAULT_MARKER, PROBE_SCRIPT, ProbeRequest};
 pub use python::{
-    InterpreterReport, ManagedBlock, PythonFacts, SitecustomizeFacts, TagsSource, TorchFiles,
-    managed_block, parse_python_report,
+    Distribution, InterpreterReport, ManagedBlock, PythonFacts, SitecustomizeFacts, TagsSource,
+    TorchFiles, managed_block, parse_python_report,
 };
 pub use sections::{Section, SectionStatus, Sections};
 pub use system::{DiskSpace, Kernel, OsRelease, parse_disk, parse_os_release, parse_uname};

@@ -13,6 +13,7 @@ use pep508_rs::PackageName;
 use serde::{Deserialize, Serialize};
 
 use crate::facts::error::FactsError;
+use crate::facts::python::Distribution;
 
 /// How a package got into the environment, as `pip freeze` tells it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +52,8 @@ pub struct InstalledPackage {
 pub enum PackagesSource {
     /// `python -m pip freeze --all`.
     PipFreeze,
-    /// `importlib.metadata.distributions()`, when pip is not installed.
+    /// `importlib.metadata.distributions()` and each one's `direct_url.json`: what the
+    /// probe reads now (a saved `pip freeze` still reads as [`Self::PipFreeze`]).
     ImportlibMetadata,
 }
 
@@ -162,21 +164,58 @@ pub fn parse_pip_freeze(text: &str) -> Result<Vec<InstalledPackage>, FactsError>
 
 /// Builds the package list from `importlib.metadata` pairs, e.g. `["Jinja2", "3.1.6"]`.
 pub fn packages_from_distributions(
-    distributions: &[(String, String)],
+    distributions: &[Distribution],
 ) -> Result<Vec<InstalledPackage>, FactsError> {
     let mut packages = distributions
         .iter()
-        .map(|(name, version)| {
+        .map(|distribution| {
+            let origin = distribution
+                .direct_url
+                .as_deref()
+                .and_then(origin_from_direct_url)
+                .unwrap_or(PackageOrigin::Index);
             Ok(InstalledPackage {
-                name: package_name(name)?,
-                version: Some(package_version(version)?),
-                origin: PackageOrigin::Index,
+                name: package_name(&distribution.name)?,
+                // As `pip freeze` shows it: a direct URL line carries no version.
+                version: match origin {
+                    PackageOrigin::DirectUrl { .. } => None,
+                    _ => package_version(&distribution.version).ok(),
+                },
+                origin,
             })
         })
         .collect::<Result<Vec<_>, FactsError>>()?;
     packages.sort_by(|left, right| left.name.cmp(&right.name));
     packages.dedup_by(|left, right| left.name == right.name);
     Ok(packages)
+}
+
+/// How a distribution was installed, from its `direct_url.json` (PEP 610), as `pip
+/// freeze` reads it: editable (`-e LOCATION`), a VCS checkout (`git+URL@COMMIT`), or a
+/// URL; `None` when the file is not what PEP 610 says.
+///
+/// See: <https://packaging.python.org/en/latest/specifications/direct-url-data-structure/>
+fn origin_from_direct_url(text: &str) -> Option<PackageOrigin> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let url = value.get("url")?.as_str()?.to_string();
+    if value
+        .pointer("/dir_info/editable")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+    {
+        let location = url
+            .strip_prefix("file://")
+            .map_or(url.clone(), str::to_string);
+        return Some(PackageOrigin::Editable { location });
+    }
+    if let Some(vcs) = value.get("vcs_info") {
+        let kind = vcs.get("vcs")?.as_str()?;
+        let commit = vcs.get("commit_id")?.as_str()?;
+        return Some(PackageOrigin::DirectUrl {
+            url: format!("{kind}+{url}@{commit}"),
+        });
+    }
+    Some(PackageOrigin::DirectUrl { url })
 }
 
 /// Finds a package by (any spelling of) its name, e.g. `nvidia_cudnn_cu13`.
@@ -272,11 +311,40 @@ mod tests {
 
     #[test]
     fn distributions_fallback_normalizes_and_dedups() {
+        let row = |name: &str, version: &str, direct_url: Option<&str>| Distribution {
+            name: name.to_string(),
+            version: version.to_string(),
+            direct_url: direct_url.map(str::to_string),
+        };
         let packages = packages_from_distributions(&[
-            ("Jinja2".to_string(), "3.1.6".to_string()),
-            ("jinja2".to_string(), "3.1.6".to_string()),
+            row("Jinja2", "3.1.6", None),
+            row("jinja2", "3.1.6", None),
+            row("sglang", "0.5.9", Some(r#"{"url": "file:///var/lib/cuda-upgrade/src/sglang/python", "dir_info": {}}"#)),
+            row("flashinfer", "0.6.4", Some(r#"{"url": "https://example.invalid/fi.git", "vcs_info": {"vcs": "git", "commit_id": "3f2a"}}"#)),
+            row("mine", "1.0", Some(r#"{"url": "file:///src/mine", "dir_info": {"editable": true}}"#)),
         ])
         .unwrap();
-        assert_eq!(packages.len(), 1);
+        assert_eq!(packages.len(), 4);
+        let origin = |name: &str| find_package(&packages, name).unwrap().origin.clone();
+        assert_eq!(
+            origin("sglang"),
+            PackageOrigin::DirectUrl {
+                url: "file:///var/lib/cuda-upgrade/src/sglang/python".to_string()
+            }
+        );
+        assert_eq!(find_package(&packages, "sglang").unwrap().version, None);
+        assert_eq!(
+            origin("flashinfer"),
+            PackageOrigin::DirectUrl {
+                url: "git+https://example.invalid/fi.git@3f2a".to_string()
+            }
+        );
+        assert_eq!(
+            origin("mine"),
+            PackageOrigin::Editable {
+                location: "/src/mine".to_string()
+            }
+        );
+        assert_eq!(origin("jinja2"), PackageOrigin::Index);
     }
 }

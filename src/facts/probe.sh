@@ -418,7 +418,13 @@ try:
     for distribution in metadata.distributions():
         name = distribution.metadata["Name"]
         if name:
-            distributions.append([name, distribution.version])
+            # PEP 610: how it was installed (a URL, a VCS checkout, editable), as pip
+            # freeze reads it; none for an install from an index.
+            try:
+                direct_url = distribution.read_text("direct_url.json")
+            except Exception:
+                direct_url = None
+            distributions.append([name, distribution.version, direct_url])
 except Exception:
     pass
 facts["distributions"] = sorted(distributions)[:4000]
@@ -433,11 +439,12 @@ case "$python" in
     ?*) python="$(command -v "$python" 2>/dev/null || printf '%s' "$python")" ;;
 esac
 if [ -n "$python" ] && [ -x "$python" ]; then
+    # The installed packages come from the interpreter's own report (importlib.metadata
+    # and each distribution's direct_url.json, what `pip freeze` reads, without pip's
+    # half-second start).
     emit 10 python "$python" -- python_facts
-    emit 4000 pip-freeze "$python" -- bounded "$python" -m pip freeze --all --disable-pip-version-check
 else
     absent python "$python"
-    absent pip-freeze "$python"
 fi
 
 # Shared libraries: the loader cache for the expected libraries and CUDA's, and the

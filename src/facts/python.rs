@@ -139,7 +139,44 @@ struct PythonReport {
     sitecustomize: SitecustomizeReport,
     torch: Option<TorchFiles>,
     #[serde(default)]
-    distributions: Vec<(String, String)>,
+    distributions: Vec<DistributionRow>,
+}
+
+/// One distribution as the probe reports it: `[name, version, direct_url.json or null]`
+/// (older probes wrote `[name, version]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum DistributionRow {
+    WithOrigin(String, String, Option<String>),
+    Plain(String, String),
+}
+
+impl From<DistributionRow> for Distribution {
+    fn from(row: DistributionRow) -> Self {
+        match row {
+            DistributionRow::WithOrigin(name, version, direct_url) => Self {
+                name,
+                version,
+                direct_url,
+            },
+            DistributionRow::Plain(name, version) => Self {
+                name,
+                version,
+                direct_url: None,
+            },
+        }
+    }
+}
+
+/// An installed distribution as `importlib.metadata` lists it, e.g. `Jinja2` `3.1.6`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Distribution {
+    /// The name as its metadata spells it.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Its `direct_url.json` (PEP 610) when it was not installed from an index.
+    pub direct_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -165,8 +202,8 @@ pub struct InterpreterReport {
     pub sitecustomize: SitecustomizeFacts,
     /// Torch's build files, when torch is installed.
     pub torch: Option<TorchFiles>,
-    /// `(name, version)` of every distribution, e.g. `("Jinja2", "3.1.6")`.
-    pub distributions: Vec<(String, String)>,
+    /// Every distribution, e.g. `Jinja2` `3.1.6`.
+    pub distributions: Vec<Distribution>,
 }
 
 /// The SHA-256 of `text` in hex.
@@ -238,7 +275,11 @@ pub fn parse_python_report(
         },
         sitecustomize,
         torch: report.torch,
-        distributions: report.distributions,
+        distributions: report
+            .distributions
+            .into_iter()
+            .map(Distribution::from)
+            .collect(),
     })
 }
 
