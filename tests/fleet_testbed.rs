@@ -497,3 +497,251 @@ fn rollback_returns_pip_ldconfig_and_sitecustomize_to_their_pre_apply_bytes() {
         text(&output)
     );
 }
+
+/// Where a fault node's connection is cut: when its progress shows `step` starting,
+/// after `delay_ms` (0: at the step's boundary, before its first command).
+struct Cut {
+    step: &'static str,
+    delay_ms: u64,
+}
+
+const CUTS: [Cut; 12] = [
+    Cut {
+        step: "toolkit",
+        delay_ms: 0,
+    },
+    Cut {
+        step: "toolkit",
+        delay_ms: 1500,
+    },
+    Cut {
+        step: "pip",
+        delay_ms: 0,
+    },
+    Cut {
+        step: "pip",
+        delay_ms: 2000,
+    },
+    Cut {
+        step: "source",
+        delay_ms: 0,
+    },
+    Cut {
+        step: "source",
+        delay_ms: 1500,
+    },
+    Cut {
+        step: "ldconfig",
+        delay_ms: 0,
+    },
+    Cut {
+        step: "ldconfig",
+        delay_ms: 150,
+    },
+    Cut {
+        step: "env",
+        delay_ms: 0,
+    },
+    Cut {
+        step: "env",
+        delay_ms: 150,
+    },
+    Cut {
+        step: "abi-check",
+        delay_ms: 0,
+    },
+    Cut {
+        step: "verification launch",
+        delay_ms: 800,
+    },
+];
+
+/// What an apply must leave the same on every node, by digest: the packages, the
+/// linker's configuration, the imported `sitecustomize.py`, the toolkit's files.
+fn end_state(testbed: &Testbed, node: &str) -> String {
+    testbed
+        .ssh_ok(
+            node,
+            "/opt/ml-env/bin/pip freeze --all; sha256sum /etc/ld.so.conf.d/*; \
+             sha256sum \"$(/opt/ml-env/bin/python3 -c 'import sitecustomize; print(sitecustomize.__file__)')\"; \
+             cd /usr/local/cuda-13.0 && find . -type f -o -type l | sort | xargs -d '\\n' sha256sum 2>/dev/null | sha256sum",
+        )
+        .unwrap()
+}
+
+/// See: issue 10, "Done when": a fault matrix. Every node but node0 sits behind its own
+/// fault proxy, which drops the connection at one step boundary or in the middle of one
+/// step; re-running converges every node to node0's end state (undisturbed), each
+/// journal reads whole and ends converged, and the user's own lines in
+/// `sitecustomize.py` and their own `ld.so.conf.d` file are intact.
+#[test]
+fn a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_apply() {
+    if skip("a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_apply") {
+        return;
+    }
+    use std::io::BufRead;
+    let work = work_dir("fleet-faults-matrix");
+    let count = CUTS.len() + 1;
+    let (testbed, manifest, snapshot) = fleet(count, &work, |text| text);
+    let user_lines = "\n# the user's own line: keep me\nimport os as _user_os\n";
+    let mut proxies = Vec::new();
+    let mut config = String::new();
+    for index in 0..count {
+        let node = format!("node{index}");
+        testbed
+            .ssh_ok(
+                &node,
+                &format!(
+                    "printf '%s' '{user_lines}' >> \"$(/opt/ml-env/bin/python3 -c 'import sitecustomize; print(sitecustomize.__file__)')\" && echo /opt/user/lib > /etc/ld.so.conf.d/zz-user.conf"
+                ),
+            )
+            .unwrap();
+        if index > 0 {
+            let ip = testbed.node_ip(&node).unwrap();
+            let proxy = common::testbed::Proxy::start(&format!("{ip}:22"), &["--lifetime", "1200"])
+                .unwrap();
+            config.push_str(&format!(
+                "Host {node}\n    HostName 127.0.0.1\n    Port {}\n    HostKeyAlias {node}\n",
+                proxy.port
+            ));
+            proxies.push(proxy);
+        }
+    }
+    config.push_str(&format!(
+        "Match all\nInclude {}\n",
+        testbed.ssh_config().unwrap()
+    ));
+    let ssh_config = work.join("ssh_config");
+    std::fs::write(&ssh_config, config).unwrap();
+    let inventory = inventory(
+        &work,
+        "inventory.yml",
+        &format!("all:\n  hosts:\n    node[0:{}]:\n", count - 1),
+    );
+
+    let started = Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args([
+            "apply",
+            manifest.to_str().unwrap(),
+            "-i",
+            inventory.to_str().unwrap(),
+            "--ssh-config",
+            ssh_config.to_str().unwrap(),
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--format",
+            "json",
+            "--run-dir",
+            work.join("run-cut").to_str().unwrap(),
+        ])
+        .env("PIP_INDEX_URL", testbed.index("default").unwrap())
+        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::BufReader::new(stdout), &mut text).unwrap();
+        text
+    });
+    let mut cut = vec![false; CUTS.len()];
+    std::thread::scope(|scope| {
+        for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+            let line = line.unwrap();
+            eprintln!("{line}");
+            for (index, point) in CUTS.iter().enumerate() {
+                let node = format!("node{}", index + 1);
+                let starts = line.contains(&format!("] {node}: {} —", point.step));
+                if starts && !cut[index] {
+                    cut[index] = true;
+                    let proxy = &proxies[index];
+                    let delay = Duration::from_millis(point.delay_ms);
+                    scope.spawn(move || {
+                        std::thread::sleep(delay);
+                        proxy.signal("USR1").unwrap();
+                    });
+                }
+            }
+        }
+    });
+    child.wait().unwrap();
+    let report: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    eprintln!("the cut run: {:.1}s", started.elapsed().as_secs_f64());
+    for (index, point) in CUTS.iter().enumerate() {
+        assert!(
+            cut[index],
+            "node{} never reached `{}`",
+            index + 1,
+            point.step
+        );
+        let node = node(&report, &format!("node{}", index + 1));
+        assert_eq!(
+            node["ok"], false,
+            "cut at {} +{} ms: {node:#}",
+            point.step, point.delay_ms
+        );
+    }
+
+    // The next apply (breaking the locks the cut applies left) converges every node.
+    let output = upgrade(
+        &testbed,
+        &[
+            "apply",
+            manifest.to_str().unwrap(),
+            "-i",
+            inventory.to_str().unwrap(),
+            "--ssh-config",
+            ssh_config.to_str().unwrap(),
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--break-lock",
+            "--format",
+            "json",
+            "--run-dir",
+            work.join("run-resume").to_str().unwrap(),
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    assert!(output.status.success(), "{}\n{report:#}", text(&output));
+    let reference = end_state(&testbed, "node0");
+    for index in 1..count {
+        let host = format!("node{index}");
+        let point = &CUTS[index - 1];
+        assert_eq!(node(&report, &host)["ok"], true, "{report:#}");
+        assert_eq!(
+            end_state(&testbed, &host),
+            reference,
+            "{host}: cut at {} +{} ms",
+            point.step,
+            point.delay_ms
+        );
+        let journal = testbed
+            .ssh_ok(&host, "cat /var/lib/cuda-upgrade/journal.jsonl")
+            .unwrap();
+        let entries: Vec<serde_json::Value> = journal
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or(serde_json::Value::Null))
+            .collect();
+        assert!(
+            entries.iter().all(|entry| !entry.is_null()),
+            "{host}: a torn journal line\n{journal}"
+        );
+        let last = entries.last().unwrap();
+        assert!(
+            last["event"] == "end" && last["ok"] == true,
+            "{host}: {journal}"
+        );
+        let user = testbed
+            .ssh_ok(&host, "grep -c \"the user's own line\" \"$(/opt/ml-env/bin/python3 -c 'import sitecustomize; print(sitecustomize.__file__)')\"; cat /etc/ld.so.conf.d/zz-user.conf")
+            .unwrap();
+        assert_eq!(user, "1\n/opt/user/lib\n", "{host}");
+    }
+    eprintln!(
+        "fault points tried: {}, converged on the next apply: {}",
+        CUTS.len(),
+        count - 1
+    );
+}
