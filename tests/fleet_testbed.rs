@@ -592,7 +592,8 @@ fn a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_app
             .ssh_ok(
                 &node,
                 &format!(
-                    "printf '%s' '{user_lines}' >> \"$(/opt/ml-env/bin/python3 -c 'import sitecustomize; print(sitecustomize.__file__)')\" && echo /opt/user/lib > /etc/ld.so.conf.d/zz-user.conf"
+                    "printf '%s' {} >> \"$(/opt/ml-env/bin/python3 -c 'import sitecustomize; print(sitecustomize.__file__)')\" && echo /opt/user/lib > /etc/ld.so.conf.d/zz-user.conf",
+                    cuda_upgrade::shell::quote(user_lines)
                 ),
             )
             .unwrap();
