@@ -90,6 +90,7 @@ fn main() {
             pid_file: dir.join("server.pid"),
             python: PathBuf::from("python3"),
             secrets: Vec::new(),
+            stop_earlier: true,
         };
         let before = transport.round_trips();
         let outcome = runtime.block_on(launch(&transport, &spec)).unwrap();

@@ -28,6 +28,7 @@ fn spec(dir: &Path, launch: &[&str], timeout: Duration) -> LaunchSpec {
         pid_file: dir.join("run/server.pid"),
         python: PathBuf::from("python3"),
         secrets: Vec::new(),
+        stop_earlier: true,
     }
 }
 

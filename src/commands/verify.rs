@@ -33,6 +33,8 @@ pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
                 crate::manifest::EnvValue::FromEnv(name) => crate::settings::env::var(name),
             })
             .collect(),
+        // No node lock is held here: a recorded server may be another run's.
+        stop_earlier: false,
     };
     let selection = node::selection(&args.node, &args.ssh);
     printer.progress(&format!(

@@ -429,6 +429,9 @@ impl Run<'_> {
                     pid_file: PathBuf::from(PID_FILE),
                     python: prepared.manifest.target.python.clone(),
                     secrets: options.context.secrets.clone(),
+                    // This apply holds the node lock: a recorded server still running
+                    // is one an interrupted apply left behind.
+                    stop_earlier: true,
                 };
                 let outcome = launch(transport, &spec).await?;
                 reporter.done();

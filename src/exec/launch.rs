@@ -35,6 +35,10 @@ pub struct LaunchSpec {
     pub python: PathBuf,
     /// Secret values to show as `***` wherever the server's output is reported.
     pub secrets: Vec<String>,
+    /// Stop first a server that an earlier launch started and never stopped (its run
+    /// was cut off), found by the pid and start time in `pid_file`. Only under the node
+    /// lock: no other apply can be watching it then.
+    pub stop_earlier: bool,
 }
 
 /// Why a launch did not become ready.
@@ -165,8 +169,34 @@ mv -fT -- "$fresh" "$log"
 printf '%s\n' "$log" > "$owned"
 if [ -n "$workdir" ]; then cd -- "$workdir"; fi
 setsid -- "$@" >> "$log" 2>&1 < /dev/null &
-echo "$!" > "$pid_file"
-echo "$!"
+pid=$!
+# The pid and its start time (field 22 of /proc/PID/stat, counted after the command
+# name, which may hold spaces): a later launch stops this server only if both match.
+started=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 20) || started=
+printf '%s %s\n' "$pid" "$started" > "$pid_file"
+echo "$pid"
+"#;
+
+/// Print the pid of the server an earlier launch recorded in the pid file when it still
+/// runs (same pid, same start time), and forget the record either way. A kept server
+/// (`verify.keep_running`) is recorded elsewhere and never named here.
+const EARLIER_SCRIPT: &str = r#"pid_file=$1
+[ -f "$pid_file" ] || exit 0
+read -r pid started < "$pid_file" || true
+rm -f -- "$pid_file"
+case "$pid" in ''|*[!0-9]*) exit 0 ;; esac
+[ -n "${started:-}" ] || exit 0
+now=$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d ' ' -f 20) || exit 0
+[ "$now" = "$started" ] && echo "$pid"
+exit 0
+"#;
+
+/// Move the record of a server kept running (`verify.keep_running`) aside, so no later
+/// launch takes it for one an interrupted run left behind.
+const KEEP_SCRIPT: &str = r#"pid_file=$1 pid=$2
+read -r recorded rest < "$pid_file" 2>/dev/null || exit 0
+[ "$recorded" = "$pid" ] && mv -f -- "$pid_file" "$pid_file.kept"
+exit 0
 "#;
 
 /// Stop the server's process group: TERM, up to 10 s, then KILL.
@@ -211,6 +241,9 @@ pub async fn gpu_holders(
 /// Run the verification launch.
 pub async fn launch(transport: &Transport, spec: &LaunchSpec) -> Result<LaunchOutcome, ExecError> {
     let verify = &spec.verify;
+    if spec.stop_earlier {
+        stop_earlier(transport, spec).await?;
+    }
     if verify.require_idle_gpus {
         match gpu_holders(transport).await? {
             Ok(holders) if holders.is_empty() => {}
@@ -286,7 +319,15 @@ pub async fn launch(transport: &Transport, spec: &LaunchSpec) -> Result<LaunchOu
         }
     };
     let keep = verify.keep_running && matches!(outcome, LaunchOutcome::Ready { .. });
-    if !keep {
+    if keep {
+        let command = NodeCommand::new("sh")
+            .arg("-c")
+            .script("keep-launch", KEEP_SCRIPT)
+            .arg("keep")
+            .arg(spec.pid_file.display().to_string())
+            .arg(pid.to_string());
+        transport.run(&command, None).await?;
+    } else {
         stop(transport, pid).await?;
     }
     Ok(outcome.masked(&spec.secrets))
@@ -404,6 +445,25 @@ sys.exit(1)
         url: url.clone(),
         detail: output.tail(3),
     }))
+}
+
+/// Stop the server an earlier, interrupted launch left running (see [`EARLIER_SCRIPT`]).
+async fn stop_earlier(transport: &Transport, spec: &LaunchSpec) -> Result<(), ExecError> {
+    let command = NodeCommand::new("sh")
+        .arg("-c")
+        .script("earlier-launch", EARLIER_SCRIPT)
+        .arg("earlier")
+        .arg(spec.pid_file.display().to_string());
+    let output = transport.run(&command, None).await?;
+    if let Ok(pid) = output.stdout_text().trim().parse::<u32>() {
+        tracing::info!(
+            node = transport.name(),
+            pid,
+            "stopping the verification server an interrupted launch left running"
+        );
+        stop(transport, pid).await?;
+    }
+    Ok(())
 }
 
 /// Stop the process group the launch started (by its recorded pid only).
