@@ -275,6 +275,9 @@ pub struct Provider<'a> {
     candidates: RefCell<HashMap<PackageName, Rc<Candidates<'a>>>>,
     edges: RefCell<HashMap<(ResolverPackage, Version), Vec<Edge>>>,
     relaxed: &'a [Relaxation],
+    /// Whether a dependency range that holds one candidate is handed to pubgrub as that
+    /// one version ([`Provider::narrowing`]).
+    narrow: bool,
 }
 
 impl<'a> Provider<'a> {
@@ -358,7 +361,43 @@ impl<'a> Provider<'a> {
             candidates: RefCell::new(HashMap::new()),
             edges: RefCell::new(HashMap::new()),
             relaxed,
+            narrow: false,
         }
+    }
+
+    /// The same provider, handing pubgrub a dependency range that holds exactly one
+    /// candidate as that one version, e.g. `==2.9.1` (`[2.9.1, 2.9.1.post0.dev0)`) as
+    /// `2.9.1+cu130` when that is the only build the package's index has.
+    ///
+    /// Both ranges admit the same candidates, so the same resolutions exist; but once
+    /// that version is ruled out, pubgrub sees the narrowed range as empty at once,
+    /// while the wide one still looks open and costs a decision, a conflict and a
+    /// one-level backtrack per dependent to close. A failed resolution is told from a
+    /// provider without narrowing, whose derivation tree and recorded edges hold the
+    /// written ranges, so a narrowing provider records no edges.
+    pub fn narrowing(mut self) -> Self {
+        self.narrow = true;
+        self
+    }
+
+    /// `range` of `dependency` as pubgrub is handed it: the one candidate it holds when
+    /// narrowing and there is exactly one, else `range` itself.
+    fn handed_range(&self, dependency: &ResolverPackage, range: VersionRange) -> VersionRange {
+        let (ResolverPackage::Package(name) | ResolverPackage::Extra(name, _)) = dependency else {
+            return range;
+        };
+        if !self.narrow {
+            return range;
+        }
+        let candidates = self.candidates(name);
+        let only = {
+            let mut inside = candidates.within(&range);
+            match (inside.next(), inside.next()) {
+                (Some(only), None) => Some(only.version.clone()),
+                _ => None,
+            }
+        };
+        only.map_or(range, Ranges::singleton)
     }
 
     /// The root package.
@@ -1168,11 +1207,19 @@ impl DependencyProvider for Provider<'_> {
                 None => merged.push((edge.dependency.clone(), edge.range.clone())),
             }
         }
-        let constraints: DependencyConstraints<ResolverPackage, VersionRange> =
-            merged.into_iter().collect();
-        self.edges
-            .borrow_mut()
-            .insert((package.clone(), version.clone()), edges);
+        let constraints: DependencyConstraints<ResolverPackage, VersionRange> = merged
+            .into_iter()
+            .map(|(dependency, range)| {
+                let range = self.handed_range(&dependency, range);
+                (dependency, range)
+            })
+            .collect();
+        // A narrowing provider is never asked for a report, so it keeps no edges.
+        if !self.narrow {
+            self.edges
+                .borrow_mut()
+                .insert((package.clone(), version.clone()), edges);
+        }
         Ok(Dependencies::Available(constraints))
     }
 }
