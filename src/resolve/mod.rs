@@ -64,6 +64,14 @@ pub fn resolve(
         });
     }
     let markers = environment.markers()?;
+    // Exact pins narrowed to their one candidate find the same resolutions with far less
+    // backtracking; a failure is resolved again below for the report in written ranges.
+    let narrowed =
+        Provider::new(request, universe, environment, rules, markers.clone(), &[]).narrowing();
+    let root = narrowed.root().clone();
+    if let Ok(selection) = pubgrub::resolve(&narrowed, root, Version::new([0])) {
+        return lock_from(&narrowed, selection, request, environment);
+    }
     let mut relaxed: Vec<Relaxation> = Vec::new();
     let mut found: Vec<(u8, ConflictReport)> = Vec::new();
     for round in 0..MAX_CONFLICTS {

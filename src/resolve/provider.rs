@@ -11,6 +11,7 @@ use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::fmt;
+use std::ops::Bound;
 use std::rc::Rc;
 use std::str::FromStr;
 
@@ -175,6 +176,10 @@ impl fmt::Display for Unavailable {
     }
 }
 
+/// Why a release has no file for this node, and the glibc its wheels would need when
+/// only a newer glibc is missing.
+type Refusal = (Unavailable, Option<Glibc>);
+
 /// The file chosen for a release.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChosenFile {
@@ -210,6 +215,48 @@ struct Candidates<'a> {
     prereleases_allowed: bool,
 }
 
+impl<'a> Candidates<'a> {
+    /// The candidates inside `range`'s outer bounds, newest first, found by binary search
+    /// on the sorted versions; callers still test each against `range`'s gaps.
+    fn bounded(&self, range: &VersionRange) -> &[Candidate<'a>] {
+        let Some((lower, upper)) = range.bounding_range() else {
+            return &[];
+        };
+        let below_upper = |version: &Version| match upper {
+            Bound::Included(upper) => version <= upper,
+            Bound::Excluded(upper) => version < upper,
+            Bound::Unbounded => true,
+        };
+        let above_lower = |version: &Version| match lower {
+            Bound::Included(lower) => version >= lower,
+            Bound::Excluded(lower) => version > lower,
+            Bound::Unbounded => true,
+        };
+        let start = self
+            .versions
+            .partition_point(|candidate| !below_upper(&candidate.version));
+        let end = self
+            .versions
+            .partition_point(|candidate| above_lower(&candidate.version));
+        self.versions.get(start..end.max(start)).unwrap_or_default()
+    }
+
+    /// The candidate at exactly `version`.
+    fn get(&self, version: &Version) -> Option<&Candidate<'a>> {
+        self.versions
+            .binary_search_by(|candidate| version.cmp(&candidate.version))
+            .ok()
+            .and_then(|position| self.versions.get(position))
+    }
+
+    /// The candidates in `range`, newest first.
+    fn within<'r>(&'r self, range: &'r VersionRange) -> impl Iterator<Item = &'r Candidate<'a>> {
+        self.bounded(range)
+            .iter()
+            .filter(move |candidate| range.contains(&candidate.version))
+    }
+}
+
 /// The provider.
 pub struct Provider<'a> {
     request: &'a Request,
@@ -228,6 +275,9 @@ pub struct Provider<'a> {
     candidates: RefCell<HashMap<PackageName, Rc<Candidates<'a>>>>,
     edges: RefCell<HashMap<(ResolverPackage, Version), Vec<Edge>>>,
     relaxed: &'a [Relaxation],
+    /// Whether a dependency range that holds one candidate is handed to pubgrub as that
+    /// one version ([`Provider::narrowing`]).
+    narrow: bool,
 }
 
 impl<'a> Provider<'a> {
@@ -311,7 +361,43 @@ impl<'a> Provider<'a> {
             candidates: RefCell::new(HashMap::new()),
             edges: RefCell::new(HashMap::new()),
             relaxed,
+            narrow: false,
         }
+    }
+
+    /// The same provider, handing pubgrub a dependency range that holds exactly one
+    /// candidate as that one version, e.g. `==2.9.1` (`[2.9.1, 2.9.1.post0.dev0)`) as
+    /// `2.9.1+cu130` when that is the only build the package's index has.
+    ///
+    /// Both ranges admit the same candidates, so the same resolutions exist; but once
+    /// that version is ruled out, pubgrub sees the narrowed range as empty at once,
+    /// while the wide one still looks open and costs a decision, a conflict and a
+    /// one-level backtrack per dependent to close. A failed resolution is told from a
+    /// provider without narrowing, whose derivation tree and recorded edges hold the
+    /// written ranges, so a narrowing provider records no edges.
+    pub fn narrowing(mut self) -> Self {
+        self.narrow = true;
+        self
+    }
+
+    /// `range` of `dependency` as pubgrub is handed it: the one candidate it holds when
+    /// narrowing and there is exactly one, else `range` itself.
+    fn handed_range(&self, dependency: &ResolverPackage, range: VersionRange) -> VersionRange {
+        let (ResolverPackage::Package(name) | ResolverPackage::Extra(name, _)) = dependency else {
+            return range;
+        };
+        if !self.narrow {
+            return range;
+        }
+        let candidates = self.candidates(name);
+        let only = {
+            let mut inside = candidates.within(&range);
+            match (inside.next(), inside.next()) {
+                (Some(only), None) => Some(only.version.clone()),
+                _ => None,
+            }
+        };
+        only.map_or(range, Ranges::singleton)
     }
 
     /// The root package.
@@ -461,9 +547,7 @@ impl<'a> Provider<'a> {
     /// The release of `name version` the provider reads.
     pub fn release(&self, name: &PackageName, version: &Version) -> Option<&'a Release> {
         self.candidates(name)
-            .versions
-            .iter()
-            .find(|candidate| candidate.version == *version)
+            .get(version)
             .map(|candidate| candidate.release)
     }
 
@@ -473,7 +557,20 @@ impl<'a> Provider<'a> {
         &self,
         name: &PackageName,
         release: &Release,
-    ) -> Result<ChosenFile, (Unavailable, Option<Glibc>)> {
+    ) -> Result<ChosenFile, Refusal> {
+        self.best_file(name, release)
+            .map(|(file, rank)| ChosenFile {
+                file: file.clone(),
+                rank,
+            })
+    }
+
+    /// [`Provider::choose_file`] without copying the file out of the release.
+    fn best_file<'r>(
+        &self,
+        name: &PackageName,
+        release: &'r Release,
+    ) -> Result<(&'r DistFile, Option<TagRank>), Refusal> {
         let exact_pin = self
             .exact_root_pins
             .get(name)
@@ -481,9 +578,9 @@ impl<'a> Provider<'a> {
         let no_binary = self.request.options.no_binary.contains(name);
         let no_build = self.request.options.no_build.contains(name);
         let python = &self.environment.python;
-        let mut best: Option<ChosenFile> = None;
+        let mut best: Option<(&DistFile, TagRank)> = None;
         let mut sdist: Option<&DistFile> = None;
-        let mut tags = Vec::new();
+        let mut wheels: Vec<&DistFile> = Vec::new();
         let mut sdist_exists = false;
         let mut yanked_reason: Option<String> = None;
         let mut glibc_needed: Option<Glibc> = None;
@@ -505,17 +602,14 @@ impl<'a> Provider<'a> {
             };
             match parsed {
                 DistFilename::Wheel(wheel) => {
-                    tags.extend(wheel.tags.iter().map(ToString::to_string));
+                    wheels.push(file);
                     if no_binary {
                         continue;
                     }
                     match self.platform.best_rank(&wheel.tags) {
                         Some(rank) if usable_yank => {
-                            if best.as_ref().is_none_or(|chosen| chosen.rank < Some(rank)) {
-                                best = Some(ChosenFile {
-                                    file: file.clone(),
-                                    rank: Some(rank),
-                                });
+                            if best.is_none_or(|(_, chosen)| chosen < rank) {
+                                best = Some((file, rank));
                             }
                         }
                         Some(_) => {}
@@ -550,18 +644,25 @@ impl<'a> Provider<'a> {
                 }
             }
         }
-        if let Some(best) = best {
-            return Ok(best);
+        if let Some((file, rank)) = best {
+            return Ok((file, Some(rank)));
         }
         if let Some(sdist) = sdist {
-            return Ok(ChosenFile {
-                file: sdist.clone(),
-                rank: None,
-            });
+            return Ok((sdist, None));
         }
         if let Some(reason) = yanked_reason {
             return Err((Unavailable::Yanked { reason }, None));
         }
+        // The wheels' tags are spelled out only for the refusal.
+        let mut tags: Vec<String> = wheels
+            .iter()
+            .filter_map(|file| match DistFilename::parse(&file.filename) {
+                Ok(DistFilename::Wheel(wheel)) => Some(wheel.tags),
+                Ok(DistFilename::Sdist(_)) | Err(_) => None,
+            })
+            .flatten()
+            .map(|tag| tag.to_string())
+            .collect();
         tags.sort();
         tags.dedup();
         Err((
@@ -724,16 +825,28 @@ impl<'a> Provider<'a> {
             Some(VersionOrUrl::Url(_)) | None => Ranges::full(),
         };
         let name = &requirement.name;
-        edges.push(Edge {
-            dependency: ResolverPackage::Package(name.clone()),
-            range: range.clone(),
-            cause: cause.clone(),
-        });
-        for extra in &requirement.extras {
+        // The last edge of the requirement takes the cause and range; the others copy them.
+        let dependencies = std::iter::once(ResolverPackage::Package(name.clone())).chain(
+            requirement
+                .extras
+                .iter()
+                .map(|extra| ResolverPackage::Extra(name.clone(), extra.clone())),
+        );
+        let mut last: Option<ResolverPackage> = None;
+        for dependency in dependencies {
+            if let Some(previous) = last.replace(dependency) {
+                edges.push(Edge {
+                    dependency: previous,
+                    range: range.clone(),
+                    cause: cause.clone(),
+                });
+            }
+        }
+        if let Some(dependency) = last {
             edges.push(Edge {
-                dependency: ResolverPackage::Extra(name.clone(), extra.clone()),
-                range: range.clone(),
-                cause: cause.clone(),
+                dependency,
+                range,
+                cause,
             });
         }
         if let Some(constraints) = self.constraints.get(name) {
@@ -877,7 +990,7 @@ impl<'a> Provider<'a> {
             }
             return Ok(edges);
         }
-        match self.choose_file(name, release) {
+        match self.best_file(name, release) {
             Ok(_) => {}
             Err((_, Some(glibc))) => {
                 if let Ok(needed) = Version::from_str(&glibc.to_string()) {
@@ -1011,11 +1124,7 @@ impl DependencyProvider for Provider<'_> {
             ResolverPackage::Virtual(_) => (3, 0, Reverse(0)),
             ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
                 let candidates = self.candidates(name);
-                let count = candidates
-                    .versions
-                    .iter()
-                    .filter(|candidate| range.contains(&candidate.version))
-                    .count();
+                let count = candidates.within(range).count();
                 let class = if count <= 1 { 2 } else { 1 };
                 (class, statistics.conflict_count(), Reverse(count))
             }
@@ -1035,12 +1144,10 @@ impl DependencyProvider for Provider<'_> {
             ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
                 let candidates = self.candidates(name);
                 candidates
-                    .versions
-                    .iter()
-                    .filter(|candidate| {
+                    .within(range)
+                    .find(|candidate| {
                         candidates.prereleases_allowed || !candidate.version.any_prerelease()
                     })
-                    .find(|candidate| range.contains(&candidate.version))
                     .map(|candidate| candidate.version.clone())
             }
         })
@@ -1062,11 +1169,7 @@ impl DependencyProvider for Provider<'_> {
                     _ => None,
                 };
                 let candidates = self.candidates(name);
-                let Some(candidate) = candidates
-                    .versions
-                    .iter()
-                    .find(|candidate| candidate.version == *version)
-                else {
+                let Some(candidate) = candidates.get(version) else {
                     return Ok(Dependencies::Unavailable(Unavailable::NoCompatibleFile {
                         tags: Vec::new(),
                         sdist_refused: false,
@@ -1104,11 +1207,19 @@ impl DependencyProvider for Provider<'_> {
                 None => merged.push((edge.dependency.clone(), edge.range.clone())),
             }
         }
-        let constraints: DependencyConstraints<ResolverPackage, VersionRange> =
-            merged.into_iter().collect();
-        self.edges
-            .borrow_mut()
-            .insert((package.clone(), version.clone()), edges);
+        let constraints: DependencyConstraints<ResolverPackage, VersionRange> = merged
+            .into_iter()
+            .map(|(dependency, range)| {
+                let range = self.handed_range(&dependency, range);
+                (dependency, range)
+            })
+            .collect();
+        // A narrowing provider is never asked for a report, so it keeps no edges.
+        if !self.narrow {
+            self.edges
+                .borrow_mut()
+                .insert((package.clone(), version.clone()), edges);
+        }
         Ok(Dependencies::Available(constraints))
     }
 }
