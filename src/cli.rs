@@ -163,6 +163,11 @@ pub struct PlanArgs {
     /// Save the plan here; `upgrade apply PLAN` replays it and refuses it if the node changed.
     #[arg(short = 'o', long = "output", value_name = "PLAN")]
     pub output: Option<PathBuf>,
+    /// A directory holding the lock's wheels (e.g. from `pip download`), repeatable: the
+    /// ABI check runs on them before anything is installed, and a missing symbol blocks
+    /// the pip step.
+    #[arg(long = "wheels", value_name = "DIR")]
+    pub wheels: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,

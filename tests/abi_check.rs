@@ -460,3 +460,110 @@ fn a_directory_that_is_no_environment_is_invalid_input() {
     let output = upgrade(&["abi-check"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// `plan --wheels DIR`: the lock's wheels found in DIR are checked before anything is
+/// installed; the int/unsigned pair blocks the pip step with the report, the matching
+/// pair plans unblocked. The lock pins torch 2.9.1 with sgl-kernel 0.3.21, a pair no
+/// rule refuses: the binaries alone say they do not fit.
+#[test]
+fn plan_checks_the_locked_wheels_before_install() {
+    let dir = tempfile::tempdir().unwrap();
+    let torch_file = "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl";
+    let kernel_file = "sgl_kernel-0.3.21-cp310-abi3-manylinux2014_x86_64.whl";
+    let snapshot = dir.path().join("snapshot.json");
+    std::fs::write(
+        &snapshot,
+        format!(
+            r#"{{"schema": 1, "recorded": "2026-12-03", "how": "by hand, for a test",
+  "universe": {{"indexes": [{{"name": "local", "packages": {{
+    "torch": [{{"version": "2.9.1", "requires_dist": [], "files": [{{"filename": "{torch_file}", "sha256": null}}]}}],
+    "sgl-kernel": [{{"version": "0.3.21", "requires_dist": [], "files": [{{"filename": "{kernel_file}", "sha256": null}}]}}]
+  }}}}]}}}}"#
+        ),
+    )
+    .unwrap();
+    let manifest = dir.path().join("pair.yaml");
+    std::fs::write(
+        &manifest,
+        "schema: 1\nname: abi-pair\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\nindexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==2.9.1\"\n  sgl-kernel: \"==0.3.21\"\n",
+    )
+    .unwrap();
+    let facts = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/facts/h200.facts.json"
+    );
+    let build = |name: &str, extension: &str| {
+        let site_dir = dir.path().join(format!("build-{name}"));
+        site(dir.path(), &site_dir, extension);
+        let wheels = dir.path().join(format!("wheels-{name}"));
+        std::fs::create_dir_all(&wheels).unwrap();
+        // The wheels carry torch 2.10.0's library, as a rebuilt or mislabelled file would.
+        wheel(
+            &wheels.join(torch_file),
+            &site_dir,
+            "torch-2.10.0.dist-info",
+            &["torch/lib/libc10_cuda.so"],
+        );
+        wheel(
+            &wheels.join(kernel_file),
+            &site_dir,
+            "sgl_kernel-0.3.21.dist-info",
+            &["sgl_kernel/common_ops.abi3.so"],
+        );
+        wheels
+    };
+    let plan = |wheels: &Path, format: &str| {
+        upgrade(&[
+            "plan",
+            manifest.to_str().unwrap(),
+            "--facts",
+            facts,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--wheels",
+            wheels.to_str().unwrap(),
+            "--format",
+            format,
+        ])
+    };
+
+    let broken = build("int", EXTENSION_INT);
+    let output = plan(&broken, "text");
+    let text = stdout(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        text.contains("! blocked: the locked wheels fail the ABI check: 1 missing symbol"),
+        "{text}"
+    );
+    assert!(
+        text.contains("abi-check of the locked wheels before install: 2 of 2 found in"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("{WANTED}{EXPORTED}")), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(&plan(&broken, "json").stdout).unwrap();
+    assert_eq!(json["abi_check"]["report"]["ok"], false, "{json}");
+    assert_eq!(json["abi_check"]["wheels_found"], 2, "{json}");
+    let pip = json["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["kind"] == "pip_pins")
+        .unwrap();
+    assert!(
+        pip["blocked"].as_str().unwrap().contains("ABI check"),
+        "{pip}"
+    );
+
+    let matching = build("unsigned", EXTENSION_UNSIGNED);
+    let text = stdout(&plan(&matching, "text"));
+    assert!(!text.contains("fail the ABI check"), "{text}");
+    assert!(
+        text.contains("wheels: abi-check passed: no missing symbols"),
+        "{text}"
+    );
+}

@@ -11,6 +11,7 @@
 pub mod check;
 pub mod demangle;
 pub mod elf;
+pub mod locked;
 pub mod node;
 pub mod ownership;
 pub mod remote;
@@ -103,6 +104,19 @@ pub enum AbiError {
         python: String,
         /// Why.
         message: String,
+    },
+    /// A wheel found for the lock is not the file the lock names.
+    #[error(
+        "`{}` is not the locked file: its sha256 is `{actual}`, the lock says `{expected}`",
+        path.display()
+    )]
+    Digest {
+        /// The wheel found.
+        path: PathBuf,
+        /// The lock's sha256.
+        expected: String,
+        /// The file's.
+        actual: String,
     },
     /// The command could not run on the node.
     #[error(transparent)]

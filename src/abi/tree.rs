@@ -200,12 +200,6 @@ fn installed_path(entry: &str) -> Option<&str> {
 /// The distributions and shared objects of the wheels in `directory`, as if installed
 /// together into one site-packages.
 pub fn wheels(directory: &Path) -> Result<Environment, AbiError> {
-    let root = normalize(
-        &std::path::absolute(directory)
-            .map_err(read_error(directory))?
-            .display()
-            .to_string(),
-    );
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(directory)
         .map_err(read_error(directory))?
         .filter_map(Result::ok)
@@ -213,10 +207,23 @@ pub fn wheels(directory: &Path) -> Result<Environment, AbiError> {
         .filter(|path| path.extension().is_some_and(|ext| ext == "whl"))
         .collect();
     files.sort();
+    wheel_files(directory, &files)
+}
+
+/// The distributions and shared objects of `files` (wheels), as if installed together
+/// into one site-packages; `root` names that place in the report, e.g. the directory
+/// they were found in.
+pub fn wheel_files(root: &Path, files: &[std::path::PathBuf]) -> Result<Environment, AbiError> {
+    let root = normalize(
+        &std::path::absolute(root)
+            .map_err(read_error(root))?
+            .display()
+            .to_string(),
+    );
     let mut dists = Vec::new();
     let mut pending = Vec::new();
     let mut skipped = Vec::new();
-    for file in &files {
+    for file in files {
         let wheel_error = |message: String| AbiError::Wheel {
             path: file.clone(),
             message,

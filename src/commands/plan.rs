@@ -1,6 +1,11 @@
 //! `upgrade plan MANIFEST (--local | --host H | --facts FILE) [-o PLAN]`: what `apply`
-//! would do on the node, step by step with its commands; changes nothing.
+//! would do on the node, step by step with its commands; changes nothing. With
+//! `--wheels DIR` the lock's wheels found there are ABI-checked before anything is
+//! installed, and a missing symbol blocks the pip step.
 
+use std::time::Instant;
+
+use crate::abi::{self, Report};
 use crate::cli::{PlanArgs, PlanFormat};
 use crate::commands::node::{self, NodeChoice, hash_command};
 use crate::commands::{CommandError, ExitStatus, runtime};
@@ -9,6 +14,8 @@ use crate::exec;
 use crate::facts::NodeFacts;
 use crate::plan;
 use crate::printer::Printer;
+use crate::resolve::Lock;
+use crate::steps::StepKind;
 
 /// Plan the node and print (and optionally save) the plan.
 pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -31,7 +38,28 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         None => NodeChoice::Probed(&args.node, &args.ssh),
     };
     let hash_command = hash_command(&args.manifest, node_choice, args.snapshot.as_deref());
-    let node_plan = converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
+    let mut node_plan =
+        converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
+    let wheel_check = match args.wheels.as_slice() {
+        [] => None,
+        directories => Some(check_wheels(&lock, directories)?),
+    };
+    if let Some(check) = &wheel_check
+        && !check.report.ok
+    {
+        node_plan.block(
+            StepKind::PipPins,
+            format!(
+                "the locked wheels fail the ABI check: {} missing symbol{} (report below)",
+                check.report.missing.len(),
+                if check.report.missing.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
+        );
+    }
     if let Some(path) = &args.output {
         let saved = SavedPlan {
             schema: PLAN_SCHEMA,
@@ -50,9 +78,19 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         fs_err::rename(&temporary, path).map_err(CommandError::Output)?;
     }
     let text = match args.format {
-        PlanFormat::Text => plan::text(&node_plan),
+        PlanFormat::Text => {
+            let mut text = plan::text(&node_plan);
+            if let Some(check) = &wheel_check {
+                text.push_str(&check.text());
+            }
+            text
+        }
         PlanFormat::Json => {
-            let mut text = serde_json::to_string_pretty(&plan::json(&node_plan))
+            let mut value = plan::json(&node_plan);
+            if let (Some(check), Some(object)) = (&wheel_check, value.as_object_mut()) {
+                object.insert("abi_check".to_string(), check.json());
+            }
+            let mut text = serde_json::to_string_pretty(&value)
                 .map_err(|error| CommandError::Output(error.into()))?;
             text.push('\n');
             text
@@ -60,4 +98,67 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     };
     printer.out(&text).map_err(CommandError::Output)?;
     Ok(ExitStatus::Success)
+}
+
+/// The ABI check of the lock's wheels found in `--wheels` directories.
+struct WheelCheck {
+    /// Where they were looked for.
+    directories: Vec<String>,
+    /// Which were found.
+    at_hand: abi::locked::AtHand,
+    /// The check of those found.
+    report: Report,
+}
+
+impl WheelCheck {
+    fn text(&self) -> String {
+        let label = self.directories.join(", ");
+        let mut out = format!(
+            "\nabi-check of the locked wheels before install: {} of {} found in {}\n",
+            self.at_hand.found.len(),
+            self.at_hand.wanted(),
+            crate::report::text_value(&label)
+        );
+        if !self.at_hand.absent.is_empty() {
+            out.push_str(&format!(
+                "  not checked (not in those directories): {}\n",
+                crate::report::text_value(&self.at_hand.absent.join(", "))
+            ));
+        }
+        out.push_str(&self.report.text("wheels"));
+        out
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "directories": self.directories,
+            "wheels_found": self.at_hand.found.len(),
+            "wheels_locked": self.at_hand.wanted(),
+            "not_checked": self.at_hand.absent,
+            "report": self.report,
+        })
+    }
+}
+
+fn check_wheels(
+    lock: &Lock,
+    directories: &[std::path::PathBuf],
+) -> Result<WheelCheck, CommandError> {
+    let started = Instant::now();
+    let at_hand = abi::locked::find(lock, directories)?;
+    let label = directories
+        .first()
+        .map(std::path::PathBuf::as_path)
+        .unwrap_or(std::path::Path::new("."));
+    let environment = abi::locked::environment(&at_hand, label)?;
+    let outcome = abi::check(&environment);
+    let report = Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
+    Ok(WheelCheck {
+        directories: directories
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect(),
+        at_hand,
+        report,
+    })
 }

@@ -108,6 +108,18 @@ impl NodePlan {
             .collect()
     }
 
+    /// Block the node's step of `kind` (e.g. the pip step when the locked wheels fail
+    /// the ABI check); `false` when the plan has no such step.
+    pub fn block(&mut self, kind: steps::StepKind, why: String) -> bool {
+        match self.steps.iter_mut().find(|step| step.kind == kind) {
+            Some(step) => {
+                step.blocked = Some(why);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// `true` when every step is a no-op.
     pub fn is_converged(&self) -> bool {
         self.steps.iter().all(|step| step.action == Action::NoOp)
