@@ -266,9 +266,9 @@ pub struct RollbackArgs {
     pub format: ApplyFormat,
 }
 
-/// `upgrade status MANIFEST (--local | --host H)`
+/// `upgrade status MANIFEST (--local | --host H | -i INVENTORY)`
 #[derive(Debug, Args)]
-#[group(id = "status_node", required = true, multiple = false, args = ["local", "host"])]
+#[group(id = "status_node", required = true, multiple = false, args = ["local", "host", "inventory"])]
 pub struct StatusArgs {
     /// The manifest the node should match.
     #[arg(value_name = "MANIFEST")]
@@ -276,9 +276,12 @@ pub struct StatusArgs {
     /// The node.
     #[command(flatten)]
     pub node: NodeArgs,
-    /// SSH settings for `--host`.
+    /// SSH settings for `--host` and `-i`.
     #[command(flatten)]
     pub ssh: SshArgs,
+    /// The inventory's nodes.
+    #[command(flatten)]
+    pub fleet: FleetArgs,
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
     #[arg(long, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,

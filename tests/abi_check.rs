@@ -567,3 +567,48 @@ fn plan_checks_the_locked_wheels_before_install() {
         "{text}"
     );
 }
+
+/// The outputs of `run-on-h200.sh` on the real H200 node (torch 2.11.0, CUDA 13.0),
+/// committed under `tests/fixtures/real-h200-device/abi/`: the node's own environment
+/// passed in under 2 s, the `int` extension built there failed with the side-by-side
+/// report (and the dynamic loader agreed), the `unsigned int` one passed.
+#[test]
+fn the_real_h200_outputs_show_a_clean_environment_and_the_int_break() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/real-h200-device/abi");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let json = |name: &str| serde_json::from_str::<serde_json::Value>(&read(name)).unwrap();
+    assert_eq!(read("healthy-1.rc").trim(), "0");
+    let healthy = json("healthy-json.txt");
+    assert_eq!(healthy["ok"], true);
+    assert!(healthy["packages"].as_u64().unwrap() > 150, "{healthy:#}");
+    assert!(healthy["seconds"].as_f64().unwrap() < 2.0, "{healthy:#}");
+    for line in read("timing.txt")
+        .lines()
+        .filter(|line| line.starts_with("run "))
+    {
+        let ms: u64 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+        assert!(ms < 2000, "{line}");
+    }
+
+    assert_eq!(read("extension-int.rc").trim(), "1");
+    let broken = json("extension-int-json.txt");
+    let missing = broken["missing"].as_array().unwrap();
+    assert_eq!(missing.len(), 1, "{broken:#}");
+    assert_eq!(
+        missing[0]["wanted"],
+        "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)"
+    );
+    assert_eq!(
+        missing[0]["nearest"][0]["exported"],
+        "c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, unsigned int, bool)"
+    );
+    assert_eq!(missing[0]["provider"]["package"], "torch");
+    assert!(
+        read("extension-int-dlopen.stderr")
+            .contains("undefined symbol: _ZN3c104cuda29c10_cuda_check_implementationEiPKcS2_ib")
+    );
+    assert!(read("probe-int.txt").contains("which torch 2.11.0 does not export"));
+
+    assert_eq!(read("extension-unsigned.rc").trim(), "0");
+    assert_eq!(json("extension-unsigned-json.txt")["ok"], true);
+}

@@ -174,6 +174,49 @@ fn eight_nodes_converge_in_one_apply_and_a_second_is_all_no_op() {
     );
     assert!(!stdout.contains("node1 "), "{stdout}");
     assert!(stdout.contains("1 nodes in"), "{stdout}");
+
+    // `status -i`: every node matches and its last apply converged; a node the
+    // inventory names but nothing answers for is named with why, and the exit is 1.
+    let status = |inventory: &Path| {
+        let output = upgrade(
+            &testbed,
+            &[
+                "status",
+                manifest.to_str().unwrap(),
+                "-i",
+                inventory.to_str().unwrap(),
+                "--ssh-config",
+                &ssh_config,
+                "--snapshot",
+                snapshot.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+        (output, report)
+    };
+    let (output, report) = status(&inventory);
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(report["ok"], true, "{report:#}");
+    let nodes = report["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 8, "{report:#}");
+    for node in nodes {
+        assert_eq!(node["matches"], true, "{node:#}");
+        assert_eq!(node["last_run"]["ok"], true, "{node:#}");
+    }
+    let with_missing = self::inventory(
+        &work,
+        "with-missing.yml",
+        "all:\n  hosts:\n    node0:\n    node-missing:\n      ansible_host: 127.0.0.1\n      ansible_port: 9\n",
+    );
+    let (output, report) = status(&with_missing);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let nodes = report["nodes"].as_array().unwrap();
+    assert_eq!(nodes[0]["matches"], true, "{report:#}");
+    assert_eq!(nodes[1]["node"], "node-missing", "{report:#}");
+    assert!(nodes[1]["error"].is_string(), "{report:#}");
 }
 
 /// See: issue 10, "Done when": one unreachable node, one wrong host key and one failing

@@ -18,7 +18,7 @@ use crate::fleet::{self, FleetNode, FleetOptions, FleetProgress, FleetTarget};
 use crate::inventory::{self, InventoryHost};
 use crate::printer::Printer;
 use crate::report::{self, text_value};
-use crate::transport::{HostKeyPolicy, SshOptions};
+use crate::transport::{HostKeyPolicy, SshOptions, SshTransport, Transport, TransportError};
 
 /// The inventory's selected hosts and the SSH options that reach them (a run's own
 /// `ssh_config` when hosts carry connection settings).
@@ -54,6 +54,27 @@ pub fn select(fleet: &FleetArgs, ssh: &SshArgs, run_dir: &Path) -> Result<Select
             command_timeout: ssh.command_timeout,
         },
     })
+}
+
+/// Run `work` on every selected host, at most `parallel` at once, each with its own SSH
+/// connection (or the reason it could not be made); results in inventory order.
+pub async fn each_host<'a, T, F, Fut>(selected: &'a Selected, parallel: usize, work: F) -> Vec<T>
+where
+    F: Fn(&'a InventoryHost, Result<Transport, TransportError>) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let slots = tokio::sync::Semaphore::new(parallel.max(1));
+    futures_util::future::join_all(selected.hosts.iter().map(|host| {
+        let (slots, work) = (&slots, &work);
+        async move {
+            let _slot = slots.acquire().await.ok();
+            let transport = SshTransport::connect(&host.name, &selected.ssh)
+                .await
+                .map(Transport::Ssh);
+            work(host, transport).await
+        }
+    }))
+    .await
 }
 
 /// The run directory: `--run-dir`, else the default runs directory's `RUN`.

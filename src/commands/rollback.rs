@@ -5,9 +5,6 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use futures_util::future::join_all;
-use tokio::sync::Semaphore;
-
 use crate::cli::{ApplyFormat, RollbackArgs};
 use crate::commands::node;
 use crate::commands::{CommandError, ExitStatus, runtime};
@@ -17,7 +14,7 @@ use crate::exec::{self, NodeSelection};
 use crate::facts::ProbeRequest;
 use crate::printer::Printer;
 use crate::report::{self, text_value};
-use crate::transport::{SshTransport, Transport};
+use crate::transport::Transport;
 
 /// One node's rollback and what a probe found afterwards, or why it stopped.
 struct NodeResult {
@@ -65,21 +62,21 @@ pub fn run(args: &RollbackArgs, printer: &mut Printer) -> Result<ExitStatus, Com
             let run = format!("{}-{}", holder.started, holder.pid);
             let run_dir = super::fleet::run_dir(None, &format!("rollback-{run}"));
             let selected = super::fleet::select(&args.fleet, &args.ssh, &run_dir)?;
-            let slots = Semaphore::new(args.fleet.parallel);
-            let results = join_all(selected.hosts.iter().map(|host| {
-                let (slots, options, ssh) = (&slots, &options, &selected.ssh);
-                async move {
-                    let _slot = slots.acquire().await.ok();
-                    match SshTransport::connect(&host.name, ssh).await {
-                        Ok(ssh) => one(Transport::Ssh(ssh), options).await,
+            let options = &options;
+            let results = super::fleet::each_host(
+                &selected,
+                args.fleet.parallel,
+                |host, transport| async move {
+                    match transport {
+                        Ok(transport) => one(transport, options).await,
                         Err(error) => NodeResult {
                             node: host.name.clone(),
                             outcome: Err(report::error_chain(&error)),
                             after: None,
                         },
                     }
-                }
-            }))
+                },
+            )
             .await;
             Ok::<_, CommandError>(results)
         } else {

@@ -1,18 +1,21 @@
-//! `upgrade status MANIFEST (--local | --host H)`: whether the node matches the manifest
+//! `upgrade status MANIFEST (--local | --host H | -i INVENTORY)`: whether each node matches the manifest
 //! now (its plan is all no-op), and what the last apply that changed it did, read from
 //! the node's journal. Changes nothing. Exit 0 when it matches, 1 when it differs.
 
 use serde::Serialize;
 
+use std::path::Path;
+
 use crate::cli::{ApplyFormat, StatusArgs};
 use crate::commands::node::{self, NodeChoice, hash_command};
 use crate::commands::{CommandError, ExitStatus, runtime};
-use crate::converge;
+use crate::converge::{self, Prepared};
 use crate::exec::journal::{self, JournalEntry, JournalEvent};
 use crate::exec::{self};
 use crate::printer::Printer;
-use crate::report::text_value;
+use crate::report::{self, text_value};
 use crate::steps::Action;
+use crate::transport::Transport;
 
 /// The last run the journal holds.
 #[derive(Debug, Serialize)]
@@ -64,28 +67,23 @@ fn last_run(entries: Vec<JournalEntry>) -> Option<LastRun> {
     })
 }
 
-/// Probe, plan, read the journal, print.
-pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let prepared = converge::prepare(&args.manifest)?;
-    let selection = node::selection(&args.node, &args.ssh);
-    let (node_name, facts, entries) = runtime()?.block_on(async {
-        let transport = exec::connect(&selection).await?;
-        let facts = converge::facts(&transport, &prepared).await?;
-        let entries = journal::read_last(&transport)
-            .await
-            .map_err(exec::ExecError::from)?;
-        Ok::<_, CommandError>((transport.name().to_string(), facts, entries))
-    })?;
-    let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref())?;
+/// One node's status: probe, plan, read the journal.
+async fn node_status(
+    transport: &Transport,
+    prepared: &Prepared,
+    snapshot: Option<&Path>,
+    hash_command: &str,
+) -> Result<Status, CommandError> {
+    let facts = converge::facts(transport, prepared).await?;
+    let entries = journal::read_last(transport)
+        .await
+        .map_err(exec::ExecError::from)?;
+    let node = transport.name().to_string();
+    let lock = converge::lock(prepared, &facts, snapshot)?;
     let urls = converge::index_urls(&prepared.manifest)?;
-    let hash_command = hash_command(
-        &args.manifest,
-        NodeChoice::Probed(&args.node, &args.ssh),
-        args.snapshot.as_deref(),
-    );
-    let plan = converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
-    let status = Status {
-        node: node_name,
+    let plan = converge::plan_for(prepared, &node, &facts, &lock, &urls, hash_command)?;
+    Ok(Status {
+        node,
         manifest: prepared.manifest.name.clone(),
         matches: plan.is_converged(),
         pending: plan
@@ -95,14 +93,29 @@ pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
             .map(|step| step.kind.to_string())
             .collect(),
         last_run: last_run(entries),
-    };
+    })
+}
+
+/// Probe, plan, read the journal, print: one node, or every selected node of an
+/// inventory (a node that cannot be reached or read is named with why).
+pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let snapshot = args.snapshot.as_deref();
+    if args.fleet.inventory.is_some() {
+        return run_fleet(args, printer);
+    }
+    let prepared = converge::prepare(&args.manifest)?;
+    let selection = node::selection(&args.node, &args.ssh);
+    let hash_command = hash_command(
+        &args.manifest,
+        NodeChoice::Probed(&args.node, &args.ssh),
+        snapshot,
+    );
+    let status = runtime()?.block_on(async {
+        let transport = exec::connect(&selection).await?;
+        node_status(&transport, &prepared, snapshot, &hash_command).await
+    })?;
     let text = match args.format {
-        ApplyFormat::Json => {
-            let mut text = serde_json::to_string_pretty(&status)
-                .map_err(|error| CommandError::Output(error.into()))?;
-            text.push('\n');
-            text
-        }
+        ApplyFormat::Json => json(&status)?,
         ApplyFormat::Text => render(&status),
     };
     printer.out(&text).map_err(CommandError::Output)?;
@@ -111,6 +124,77 @@ pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
     } else {
         ExitStatus::Failure
     })
+}
+
+/// `status -i INVENTORY`: every selected node at once (`--parallel` at a time); exit 0
+/// only when every node matches.
+fn run_fleet(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let base = converge::load(&args.manifest)?;
+    let run_dir = super::fleet::run_dir(None, &format!("status-{}", std::process::id()));
+    let selected = super::fleet::select(&args.fleet, &args.ssh, &run_dir)?;
+    let hash_command = format!(
+        "upgrade index hash {} --host NODE",
+        crate::shell::quote(&args.manifest.display().to_string())
+    );
+    let (base, hash_command, snapshot) = (&base, &hash_command, args.snapshot.as_deref());
+    let results: Vec<Result<Status, (String, String)>> =
+        runtime()?.block_on(super::fleet::each_host(
+            &selected,
+            args.fleet.parallel,
+            |host, transport| async move {
+                let failed =
+                    |error: &dyn std::error::Error| (host.name.clone(), report::error_chain(error));
+                let transport = transport.map_err(|error| failed(&error))?;
+                let prepared = base
+                    .for_host(host.python.as_deref(), &host.vars)
+                    .map_err(|error| failed(&error))?;
+                node_status(&transport, &prepared, snapshot, hash_command)
+                    .await
+                    .map_err(|error| failed(&error))
+            },
+        ));
+    let ok = results
+        .iter()
+        .all(|result| matches!(result, Ok(status) if status.matches));
+    let text = match args.format {
+        ApplyFormat::Json => {
+            let nodes: Vec<serde_json::Value> = results
+                .iter()
+                .map(|result| match result {
+                    Ok(status) => serde_json::to_value(status).unwrap_or_default(),
+                    Err((node, error)) => {
+                        serde_json::json!({"node": node, "matches": false, "error": error})
+                    }
+                })
+                .collect();
+            json(&serde_json::json!({"ok": ok, "nodes": nodes}))?
+        }
+        ApplyFormat::Text => results
+            .iter()
+            .map(|result| match result {
+                Ok(status) => render(status),
+                Err((node, error)) => format!(
+                    "{}: status unknown: {}\n",
+                    text_value(node),
+                    text_value(error)
+                ),
+            })
+            .collect(),
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(if ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// Pretty JSON with a final newline.
+fn json(value: &impl Serialize) -> Result<String, CommandError> {
+    let mut text =
+        serde_json::to_string_pretty(value).map_err(|error| CommandError::Output(error.into()))?;
+    text.push('\n');
+    Ok(text)
 }
 
 fn render(status: &Status) -> String {

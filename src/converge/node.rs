@@ -185,7 +185,10 @@ pub async fn converge_probed(
         });
     }
     let launches = options.verify && plan.verify.is_some();
-    if plan.is_converged() && !launches {
+    // An apply that was cut off left its run open in the journal: this one closes it
+    // (a start and an end) even when nothing is left to change.
+    let closes_open_run = facts.open_journal_run.is_some();
+    if plan.is_converged() && !launches && !closes_open_run {
         let steps = plan
             .steps
             .iter()
@@ -209,7 +212,7 @@ pub async fn converge_probed(
         started,
         urls: &urls,
     };
-    let outcome = run.execute(&plan, lock).await;
+    let outcome = run.execute(&plan, lock, closes_open_run).await;
     let released = node_lock.release(transport).await;
     let mut outcome = outcome?;
     released?;
@@ -272,11 +275,20 @@ impl Run<'_> {
             .map_err(ConvergeError::from)
     }
 
-    /// Run the steps and the launch; a run that changes something is journaled from
-    /// its first change (a start entry) to its end (a launch alone leaves no entry, so a
-    /// converged node's files stay as they are).
-    async fn execute(&self, plan: &NodePlan, lock: Lock) -> Result<NodeOutcome, ConvergeError> {
+    /// Run the steps and the launch; a run that changes something, or that closes a run
+    /// an interrupted apply left open, is journaled from its first change (a start
+    /// entry) to its end (a launch alone leaves no entry, so a converged node's files
+    /// stay as they are).
+    async fn execute(
+        &self,
+        plan: &NodePlan,
+        lock: Lock,
+        closes_open_run: bool,
+    ) -> Result<NodeOutcome, ConvergeError> {
         let mut journaled = false;
+        if closes_open_run {
+            self.journal_start(&mut journaled).await?;
+        }
         let outcome = self.steps_and_launch(plan, lock, &mut journaled).await?;
         if journaled {
             let end = JournalEntry {

@@ -120,6 +120,10 @@ pub async fn append(transport: &Transport, entry: &JournalEntry) -> Result<(), T
 journal=$1
 mkdir -p -- "$(dirname -- "$journal")"
 umask 077
+# A line cut off by a crash mid-append ends here, so this entry starts a line of its own.
+if [ -s "$journal" ] && [ -n "$(tail -c 1 -- "$journal")" ]; then
+    printf '\n' >>"$journal"
+fi
 cat >>"$journal"
 "#;
     let mut line = serde_json::to_vec(entry).unwrap_or_default();

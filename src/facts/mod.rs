@@ -130,6 +130,11 @@ pub struct NodeFacts {
     /// What earlier applies recorded about source installs, e.g. sglang's rev and patches.
     #[serde(default)]
     pub install_records: Vec<InstallRecord>,
+    /// The run an interrupted apply left open in the node's journal (its last entry is
+    /// not an end), e.g. `1796298216-32092`; `unreadable` when that line was cut off
+    /// mid-write. Not part of the digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_journal_run: Option<String>,
     /// How each probe section ended, for troubleshooting; not part of the digest.
     pub sections: Vec<SectionOutcome>,
 }
@@ -373,6 +378,9 @@ impl NodeFacts {
                         .collect()
                 })
                 .unwrap_or_default(),
+            open_journal_run: sections
+                .succeeded("journal-tail")
+                .and_then(|section| open_journal_run(&section.stdout)),
             sections: outcomes,
         })
     }
@@ -416,6 +424,25 @@ impl NodeFacts {
     /// The installed package named `name` (any spelling), e.g. `nvidia_cudnn_cu13`.
     pub fn package(&self, name: &str) -> Option<&InstalledPackage> {
         find_package(&self.packages, name)
+    }
+}
+
+/// The run the journal's last line leaves open: `None` when the journal is empty or its
+/// last entry ends a run (an `end`, or a rollback's `rolled_back`).
+fn open_journal_run(last_line: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Tail {
+        run: String,
+        event: String,
+    }
+    let line = last_line.trim();
+    if line.is_empty() {
+        return None;
+    }
+    match serde_json::from_str::<Tail>(line) {
+        Ok(tail) if matches!(tail.event.as_str(), "end" | "rolled_back") => None,
+        Ok(tail) => Some(tail.run),
+        Err(_) => Some("unreadable".to_string()),
     }
 }
 

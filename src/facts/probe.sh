@@ -542,4 +542,12 @@ install_records() {
 }
 emit 200 install-records "" -- install_records
 
+# The journal's last line: an apply that was cut off (a start with no end) is closed by
+# the next apply even when nothing is left to change.
+journal_tail() {
+    [ -f /var/lib/cuda-upgrade/journal.jsonl ] || return 0
+    tail -n 1 -- /var/lib/cuda-upgrade/journal.jsonl
+}
+emit 1 journal-tail "" -- journal_tail
+
 exit 0

@@ -704,3 +704,25 @@ fn real_h200_probe_identifies_the_apt_toolkit_the_symlink_and_the_library() {
             .any(|finding| finding.code == FindingCode::SitecustomizeWritableByOthers)
     );
 }
+
+#[test]
+fn the_journal_tail_names_a_run_left_open() {
+    use super::open_journal_run;
+    assert_eq!(open_journal_run(""), None);
+    assert_eq!(
+        open_journal_run("{\"run\":\"7-1\",\"at\":1,\"event\":\"end\",\"ok\":true}\n"),
+        None
+    );
+    assert_eq!(
+        open_journal_run("{\"run\":\"7-2\",\"at\":1,\"event\":\"rolled_back\"}"),
+        None
+    );
+    assert_eq!(
+        open_journal_run("{\"run\":\"7-3\",\"at\":1,\"event\":\"step\"}").as_deref(),
+        Some("7-3")
+    );
+    assert_eq!(
+        open_journal_run("{\"run\":\"7-4\",\"at\":1,\"ev").as_deref(),
+        Some("unreadable")
+    );
+}
