@@ -412,11 +412,29 @@ if spec is not None and spec.submodule_search_locations:
         pass
 facts["torch"] = torch
 
+def name_and_version(distribution):
+    # Name and Version from the metadata's header lines: the email parser behind
+    # `distribution.metadata` (read again by `.version`) costs most of this program on
+    # an environment of a few hundred packages.
+    text = distribution.read_text("METADATA") or distribution.read_text("PKG-INFO") or ""
+    found = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        key, separator, value = line.partition(":")
+        key = key.strip().lower()
+        if separator and key in ("name", "version") and key not in found:
+            found[key] = value.strip()
+            if len(found) == 2:
+                break
+    return found.get("name"), found.get("version")
+
+
 distributions = []
 try:
     import importlib.metadata as metadata
     for distribution in metadata.distributions():
-        name = distribution.metadata["Name"]
+        name, version = name_and_version(distribution)
         if name:
             # PEP 610: how it was installed (a URL, a VCS checkout, editable), as pip
             # freeze reads it; none for an install from an index.
@@ -424,7 +442,7 @@ try:
                 direct_url = distribution.read_text("direct_url.json")
             except Exception:
                 direct_url = None
-            distributions.append([name, distribution.version, direct_url])
+            distributions.append([name, version, direct_url])
 except Exception:
     pass
 facts["distributions"] = sorted(distributions)[:4000]
