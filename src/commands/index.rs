@@ -486,7 +486,10 @@ impl SnapshotSettings {
     }
 }
 
-fn client_settings(network: &NetworkArgs) -> Result<ClientSettings, IndexCommandError> {
+/// The index client's settings from the network flags.
+pub(crate) fn client_settings(
+    network: &NetworkArgs,
+) -> Result<ClientSettings, IndexCommandError> {
     let NetworkArgs {
         cache_dir,
         no_cache,

@@ -11,10 +11,12 @@
 //! ([`ConvergeError`]); only `commands` maps errors to exit codes.
 
 mod error;
+mod live;
 mod node;
 mod rollback;
 
 pub use error::ConvergeError;
+pub use live::{LiveOptions, live_lock, resolve_live_universe};
 pub use node::{
     ApplyOptions, NodeOutcome, StepRecord, abi_check_step, converge_node, converge_probed,
 };

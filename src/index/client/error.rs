@@ -144,4 +144,7 @@ pub enum ClientError {
         /// e.g. `300`.
         seconds: u64,
     },
+    /// The runtime that fetches for live resolution could not start.
+    #[error("Failed to start the network runtime of live resolution")]
+    Runtime(#[source] std::io::Error),
 }

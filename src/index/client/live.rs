@@ -78,6 +78,18 @@ pub struct LiveSummary {
 /// The lazy fetcher; see the module documentation.
 pub struct LiveIndex {
     shared: Arc<Shared>,
+    /// The fetcher's own runtime, so that waiting never holds up a worker its tasks need.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for LiveIndex {
+    fn drop(&mut self) {
+        // Read-ahead still in flight is abandoned; dropping a runtime may not block
+        // when the caller is itself on a runtime.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 struct Shared {
@@ -119,18 +131,25 @@ struct State {
 impl LiveIndex {
     /// A fetcher over `indexes` (highest priority first) for the target of `settings`
     /// (markers, interpreter, platform, limits, overrides, constraints), with `pins`
-    /// (package → index name) from the manifest. Tasks run on `handle`, whose runtime
-    /// must outlive this value; no wait lasts longer than `wait_limit`.
+    /// (package → index name) from the manifest, on a runtime of its own with two
+    /// workers; no wait lasts longer than `wait_limit`.
     pub fn new(
         client: IndexClient,
-        handle: Handle,
         indexes: Vec<IndexSource>,
         settings: ExploreSettings,
         pins: BTreeMap<PackageName, String>,
         wait_limit: Duration,
-    ) -> Self {
+    ) -> Result<Self, ClientError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("live-index")
+            .enable_all()
+            .build()
+            .map_err(ClientError::Runtime)?;
         let (overrides, constraints) = manifest_pins(&settings);
-        Self {
+        let handle = runtime.handle().clone();
+        Ok(Self {
+            runtime: Some(runtime),
             shared: Arc::new(Shared {
                 client,
                 handle,
@@ -143,7 +162,7 @@ impl LiveIndex {
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
             }),
-        }
+        })
     }
 
     /// The index names, in the order the events' positions refer to.
