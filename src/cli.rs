@@ -492,6 +492,18 @@ pub struct IndexSnapshotArgs {
     /// Record only the manifest's own packages, not their dependencies.
     #[arg(long)]
     pub no_deps: bool,
+    /// Record exactly what resolving the manifest live visits (the releases whose
+    /// dependencies the resolver read) instead of exploring the whole closure; a
+    /// snapshot made this way resolves offline to the same lock.
+    #[arg(
+        long,
+        conflicts_with_all = ["python_version", "platform", "only_index", "with", "no_deps", "max_versions"]
+    )]
+    pub live: bool,
+    /// With `--live`: the node's facts as JSON (as `lock --facts`); without it, the
+    /// manifest's `target` and `toolkit`.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    pub facts: Option<PathBuf>,
     /// Fail after looking up this many projects.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_projects: usize,

@@ -99,8 +99,7 @@ pub fn resolve_live_universe(
         .collect();
     let wait_limit = wait_limit(&options.client);
     let client = IndexClient::new(options.client.clone()).map_err(client_error)?;
-    let live =
-        LiveIndex::new(client, sources, settings, pins, wait_limit).map_err(client_error)?;
+    let live = LiveIndex::new(client, sources, settings, pins, wait_limit).map_err(client_error)?;
     Ok(crate::resolve::resolve_live(
         &request,
         &live,
