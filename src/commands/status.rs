@@ -76,7 +76,7 @@ pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
             .map_err(exec::ExecError::from)?;
         Ok::<_, CommandError>((transport.name().to_string(), facts, entries))
     })?;
-    let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref())?;
+    let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref(), None)?;
     let urls = converge::index_urls(&prepared.manifest)?;
     let hash_command = hash_command(
         &args.manifest,

@@ -167,13 +167,26 @@ pub fn resolve_lock(
     crate::resolve::resolve(&request, universe, environment, rules)
 }
 
-/// Resolve the manifest for the node's facts.
+/// Resolve the manifest for the node's facts: live when `live` is given, else on
+/// `snapshot` (the embedded one when `None`).
 pub fn lock(
     prepared: &Prepared,
     facts: &NodeFacts,
     snapshot: Option<&Path>,
+    live: Option<&LiveOptions>,
 ) -> Result<Lock, ConvergeError> {
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
+    if let Some(options) = live {
+        let rules = RuleSet::embedded()?;
+        let (lock, _) = live_lock(
+            &prepared.path,
+            &prepared.manifest,
+            &environment,
+            &rules,
+            options,
+        )?;
+        return Ok(lock);
+    }
     let inputs = match prepared.inputs.get() {
         Some(inputs) => Arc::clone(inputs),
         None => {

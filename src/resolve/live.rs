@@ -14,7 +14,7 @@
 //! universe, so a snapshot of it resolves offline to the same lock.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use pep440_rs::{Version, VersionSpecifiers};
@@ -135,6 +135,10 @@ pub enum LiveError {
     Resolve(#[from] ResolveError),
 }
 
+/// A package's releases read at once when the resolver walks down its versions: at
+/// most `2^5 = 32`.
+const MAX_BATCH_SHIFT: u32 = 5;
+
 /// Resolve `request` for `environment` over what `live` fetches; see the module
 /// documentation.
 pub fn resolve_live(
@@ -178,6 +182,7 @@ pub fn resolve_live(
     };
     let mut pending = Pending::default();
     let mut last: Option<Miss> = None;
+    let mut walked: HashMap<PackageName, u32> = HashMap::new();
     let mut runs = 0;
     let failure = loop {
         for event in live.drain() {
@@ -203,10 +208,17 @@ pub fn resolve_live(
                 live.wait_projects(names).map_err(client_error)?;
             }
             Miss::Release(name, version) => {
-                live.want_release(name, version);
+                // A package missed again is being walked down: read twice as many of
+                // its next versions each time.
+                let misses = walked.entry(name.clone()).or_insert(0_u32);
+                let count = 1_usize << (*misses).min(MAX_BATCH_SHIFT);
+                *misses += 1;
+                live.want_releases_from(name, version, count);
                 live.wait_release(name, version).map_err(client_error)?;
             }
         }
+        // What is read ahead is what the next run asks for: run once it is all here.
+        live.wait_idle().map_err(client_error)?;
         last = Some(miss);
     };
     Ok(LiveResolution {

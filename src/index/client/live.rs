@@ -2,15 +2,15 @@
 //! only when the resolver asks for them, concurrently, through the index client and
 //! its cache.
 //!
-//! The resolver runs on a thread of its own and asks synchronously: it names the
+//! The resolver runs on the caller's thread and asks synchronously: it names the
 //! projects or the release it lacks ([`LiveIndex::want_projects`],
-//! [`LiveIndex::want_release`]), blocks until they are answered
-//! ([`LiveIndex::wait_projects`], [`LiveIndex::wait_release`]), and takes what arrived
-//! as [`LiveEvent`]s ([`LiveIndex::drain`]). Meanwhile tasks on the runtime whose
-//! handle it was given run ahead of it, the way the resolver will go: once a release's
-//! metadata is read, the project pages of its dependencies are fetched, and for each
-//! dependency the metadata of the newest version that matches the requirement (the
-//! version the resolver tries first). Requests in flight are bounded by the client.
+//! [`LiveIndex::want_releases_from`]), blocks until they are answered
+//! ([`LiveIndex::wait_projects`], [`LiveIndex::wait_release`], [`LiveIndex::wait_idle`]),
+//! and takes what arrived as [`LiveEvent`]s ([`LiveIndex::drain`]). Meanwhile tasks on
+//! the fetcher's own runtime run ahead of it, the way the resolver will go: once a
+//! release's metadata is read, the project pages of its dependencies are fetched, and
+//! for each dependency the metadata of the newest version that matches the requirement
+//! (the version the resolver tries first). Requests in flight are bounded by the client.
 //!
 //! The index policy and the file filters are the explorer's ([`super::explore`]): a
 //! package pinned to an index is looked up only there, any other on the non-explicit
@@ -189,10 +189,24 @@ impl LiveIndex {
         }
     }
 
-    /// Read the metadata of `name version` (a version its listing has).
-    pub fn want_release(&self, name: &PackageName, version: &Version) {
+    /// Read the metadata of `name version` and of the `count - 1` versions listed just
+    /// below it, newest first: the resolver walking down a package's versions
+    /// (backtracking) finds the next ones read.
+    pub fn want_releases_from(&self, name: &PackageName, version: &Version, count: usize) {
         let mut state = self.shared.lock();
-        self.shared.start_release(&mut state, name, version);
+        let below: Vec<Version> = match state.projects.get(name) {
+            Some(Some(Some(listing))) => listing
+                .versions
+                .range(..=version.clone())
+                .rev()
+                .take(count)
+                .map(|(listed, _)| listed.clone())
+                .collect(),
+            _ => vec![version.clone()],
+        };
+        for listed in below {
+            self.shared.start_release(&mut state, name, &listed);
+        }
     }
 
     /// Wait until every one of `names` has been looked up.
@@ -216,6 +230,18 @@ impl LiveIndex {
         self.wait(
             |state| state.releases.get(&key).copied().unwrap_or(true),
             || format!("the metadata of `{name} {version}`"),
+        )
+    }
+
+    /// Wait until nothing asked for is in flight any more, reading ahead included: the
+    /// resolver runs again once rather than once per answer.
+    pub fn wait_idle(&self) -> Result<(), ClientError> {
+        self.wait(
+            |state| {
+                state.projects.values().all(Option::is_some)
+                    && state.releases.values().all(|answered| *answered)
+            },
+            || "the pages and metadata read ahead".to_string(),
         )
     }
 
