@@ -27,7 +27,10 @@ use support::{Route, Server, Wheel, json_page, serve_wheel, wheel};
 /// - `many` has 20 releases, `1.0` … `20.0`, the newest is what the resolver tries;
 /// - `lib` has `1.0` and `2.0`;
 /// - `unused` is never asked for.
-fn fixture() -> Server {
+///
+/// With `capped`, `lib 2.0` needs `many<20`: `many 20.0` is read ahead (the newest that
+/// `app` allows) but the resolver, deciding `lib` first, never tries it.
+fn fixture_with(capped: bool) -> Server {
     let server = Server::start();
     let project = |name: &str, wheels: &[Wheel]| {
         for built in wheels {
@@ -65,11 +68,22 @@ fn fixture() -> Server {
         "lib",
         &[
             wheel("lib", "1.0", &[], None, &[], 64),
-            wheel("lib", "2.0", &[], None, &[], 64),
+            wheel(
+                "lib",
+                "2.0",
+                if capped { &["many<20"] } else { &[] },
+                None,
+                &[],
+                64,
+            ),
         ],
     );
     project("unused", &[wheel("unused", "1.0", &[], None, &[], 64)]);
     server
+}
+
+fn fixture() -> Server {
+    fixture_with(false)
 }
 
 fn manifest(dir: &Path, server: &Server) -> String {
@@ -213,17 +227,7 @@ fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
     assert!(!text.contains("http"), "a snapshot holds no URL");
     let snapshot = Snapshot::parse(&text, "snapshot.json").unwrap();
     assert!(snapshot.how.ends_with("--live"), "{}", snapshot.how);
-    let default = snapshot.universe.index("default").unwrap();
-    let recorded: Vec<String> = default
-        .packages
-        .iter()
-        .flat_map(|(name, releases)| {
-            releases
-                .iter()
-                .map(move |release| format!("{name}=={}", release.version))
-        })
-        .collect();
-    assert_eq!(recorded, ["app==1.0", "lib==2.0", "many==20.0"]);
+    assert_eq!(recorded(&snapshot), ["app==1.0", "lib==2.0", "many==20.0"]);
 
     let live = upgrade(&[
         "lock",
@@ -246,3 +250,46 @@ fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
     assert!(server.log().is_empty(), "offline asks nothing");
     assert_eq!(offline.stdout, live.stdout);
 }
+
+/// `name==version` of every release a snapshot records.
+fn recorded(snapshot: &Snapshot) -> Vec<String> {
+    snapshot
+        .universe
+        .index("default")
+        .unwrap()
+        .packages
+        .iter()
+        .flat_map(|(name, releases)| {
+            releases
+                .iter()
+                .map(move |release| format!("{name}=={}", release.version))
+        })
+        .collect()
+}
+
+#[test]
+fn a_release_only_read_ahead_is_not_recorded() {
+    let server = fixture_with(true);
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), &server);
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let snapshot_file = dir.path().join("snapshot.json");
+    let snapshot_file = snapshot_file.to_str().unwrap();
+
+    upgrade(&[
+        "index", "snapshot", &manifest, "--live", "-o", snapshot_file, "--cache-dir", cache,
+    ]);
+    let text = std::fs::read_to_string(snapshot_file).unwrap();
+    let snapshot = Snapshot::parse(&text, "snapshot.json").unwrap();
+    assert_eq!(recorded(&snapshot), ["app==1.0", "lib==2.0", "many==19.0"]);
+    let live = upgrade(&[
+        "lock", &manifest, "--live", "--cache-dir", cache, "--format", "json",
+    ]);
+    assert_eq!(pins(&live), ["app==1.0", "lib==2.0", "many==19.0"]);
+    let offline = upgrade(&[
+        "lock", &manifest, "--snapshot", snapshot_file, "--format", "json",
+    ]);
+    assert_eq!(offline.stdout, live.stdout);
+}
+
