@@ -206,7 +206,7 @@ fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
     let snapshot_file = dir.path().join("snapshot.json");
     let snapshot_file = snapshot_file.to_str().unwrap();
 
-    let recorded = upgrade(&[
+    let output = upgrade(&[
         "index",
         "snapshot",
         &manifest,
@@ -216,7 +216,7 @@ fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
         "--cache-dir",
         cache,
     ]);
-    let stdout = String::from_utf8_lossy(&recorded.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("index `default` at http://127.0.0.1:")
             && stdout.contains(": 3 packages, 3 releases")
@@ -278,18 +278,35 @@ fn a_release_only_read_ahead_is_not_recorded() {
     let snapshot_file = snapshot_file.to_str().unwrap();
 
     upgrade(&[
-        "index", "snapshot", &manifest, "--live", "-o", snapshot_file, "--cache-dir", cache,
+        "index",
+        "snapshot",
+        &manifest,
+        "--live",
+        "-o",
+        snapshot_file,
+        "--cache-dir",
+        cache,
     ]);
     let text = std::fs::read_to_string(snapshot_file).unwrap();
     let snapshot = Snapshot::parse(&text, "snapshot.json").unwrap();
     assert_eq!(recorded(&snapshot), ["app==1.0", "lib==2.0", "many==19.0"]);
     let live = upgrade(&[
-        "lock", &manifest, "--live", "--cache-dir", cache, "--format", "json",
+        "lock",
+        &manifest,
+        "--live",
+        "--cache-dir",
+        cache,
+        "--format",
+        "json",
     ]);
     assert_eq!(pins(&live), ["app==1.0", "lib==2.0", "many==19.0"]);
     let offline = upgrade(&[
-        "lock", &manifest, "--snapshot", snapshot_file, "--format", "json",
+        "lock",
+        &manifest,
+        "--snapshot",
+        snapshot_file,
+        "--format",
+        "json",
     ]);
     assert_eq!(offline.stdout, live.stdout);
 }
-
