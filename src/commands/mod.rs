@@ -102,7 +102,7 @@ pub enum CommandError {
     Plan(#[from] crate::plan::PlanError),
     /// Live resolution could not fetch what it needed.
     #[error(transparent)]
-    Live(crate::resolve::LiveError),
+    Live(Box<crate::resolve::LiveError>),
     /// A saved plan file could not be read.
     #[error("Failed to read plan `{}`: {message}", path.display())]
     PlanFile {
@@ -197,10 +197,17 @@ impl CommandError {
                 | crate::abi::AbiError::Wheel { .. },
             ) => ExitStatus::InvalidInput,
             Self::Abi(_) => ExitStatus::Failure,
-            Self::Live(crate::resolve::LiveError::Client {
-                source: crate::index::client::ClientError::IndexUrl { .. },
-                ..
-            }) => ExitStatus::InvalidInput,
+            Self::Live(error)
+                if matches!(
+                    **error,
+                    crate::resolve::LiveError::Client {
+                        source: crate::index::client::ClientError::IndexUrl { .. },
+                        ..
+                    }
+                ) =>
+            {
+                ExitStatus::InvalidInput
+            }
             Self::Resolve(ResolveError::Solver { .. })
             | Self::Live(_)
             | Self::Exec(_)

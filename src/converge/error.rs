@@ -37,7 +37,7 @@ pub enum ConvergeError {
     Resolve(#[from] ResolveError),
     /// Live resolution could not fetch what it needed.
     #[error(transparent)]
-    Live(crate::resolve::LiveError),
+    Live(Box<crate::resolve::LiveError>),
     /// pip's default index could not be found.
     #[error(transparent)]
     PipConfig(#[from] PipConfigError),
@@ -91,7 +91,7 @@ impl From<crate::resolve::LiveError> for ConvergeError {
     fn from(error: crate::resolve::LiveError) -> Self {
         match error {
             crate::resolve::LiveError::Resolve(error) => Self::Resolve(error),
-            other => Self::Live(other),
+            other => Self::Live(Box::new(other)),
         }
     }
 }

@@ -48,10 +48,10 @@ pub fn resolve_live_universe(
     options: &LiveOptions,
 ) -> Result<LiveResolution, ConvergeError> {
     let client_error = |source: ClientError| {
-        ConvergeError::Live(LiveError::Client {
+        ConvergeError::Live(Box::new(LiveError::Client {
             manifest: file.to_string(),
             source,
-        })
+        }))
     };
     let request = Request::from_manifest(manifest, file);
     let sources = index_sources(manifest, &options.python).map_err(|error| match error {

@@ -33,6 +33,9 @@ use super::{ClientError, IndexClient, IndexLocation, ProjectFile, dist_file};
 use crate::index::filename::DistFilename;
 use crate::index::model::{DistFile, Release};
 
+/// A project's versions with their files usable on the target, oldest first.
+pub type ListedVersions = Vec<(Version, Vec<DistFile>)>;
+
 /// What arrived from the indexes since the last [`LiveIndex::drain`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum LiveEvent {
@@ -42,7 +45,7 @@ pub enum LiveEvent {
         /// e.g. `torch`.
         name: PackageName,
         /// e.g. `(0, [(2.9.1, [torch-2.9.1-cp312-….whl])])`.
-        found: Option<(usize, Vec<(Version, Vec<DistFile>)>)>,
+        found: Option<(usize, ListedVersions)>,
     },
     /// A release's metadata was read.
     Read {
