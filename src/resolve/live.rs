@@ -320,3 +320,177 @@ fn visited(universe: &Universe, pending: &Pending) -> Universe {
         snapshot: None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use pep508_rs::Requirement;
+
+    use super::*;
+    use crate::index::DistFile;
+    use crate::resolve::request::{IndexPolicy, Origin, ResolveOptions, RootRequirement};
+
+    fn name(text: &str) -> PackageName {
+        PackageName::from_str(text).unwrap()
+    }
+
+    fn version(text: &str) -> Version {
+        Version::from_str(text).unwrap()
+    }
+
+    fn file(filename: &str) -> DistFile {
+        DistFile {
+            filename: filename.to_string(),
+            sha256: None,
+            yanked: None,
+            requires_python: None,
+            size: None,
+        }
+    }
+
+    fn listed(package: &str, versions: &[(&str, &str)]) -> LiveEvent {
+        LiveEvent::Listed {
+            name: name(package),
+            found: Some((
+                0,
+                versions
+                    .iter()
+                    .map(|(listed, filename)| (version(listed), vec![file(filename)]))
+                    .collect(),
+            )),
+        }
+    }
+
+    fn read(package: &str, listed: &str, filename: &str, requires: &[&str]) -> LiveEvent {
+        LiveEvent::Read {
+            name: name(package),
+            index: 0,
+            release: Release {
+                version: version(listed),
+                requires_dist: requires
+                    .iter()
+                    .map(|text| Requirement::from_str(text).unwrap())
+                    .collect(),
+                requires_python: None,
+                files: vec![file(filename)],
+                provenance: None,
+            },
+        }
+    }
+
+    /// `app 1.0` needs `lib`; `lib 2.0` has only a Windows wheel, `lib 1.0` a pure one.
+    #[test]
+    fn a_filling_universe_stops_at_what_it_lacks() {
+        let request = Request {
+            name: "live".to_string(),
+            file: "live.yaml".to_string(),
+            requirements: vec![RootRequirement {
+                requirement: Requirement::from_str("app").unwrap(),
+                index: None,
+                git: None,
+                origin: Origin {
+                    file: "live.yaml".to_string(),
+                    span: None,
+                },
+            }],
+            overrides: Vec::new(),
+            constraints: Vec::new(),
+            indexes: vec![IndexPolicy {
+                name: "default".to_string(),
+                explicit: false,
+            }],
+            requires_python: None,
+            options: ResolveOptions::default(),
+        };
+        let environment = TargetEnvironment::parse_facts(
+            r#"{"python": "3.12.3", "implementation": "cpython", "glibc": "2.35", "arch": "x86_64", "gpu_arch": []}"#,
+            "facts.json",
+        )
+        .unwrap();
+        let rules = RuleSet::embedded().unwrap();
+        let mut universe = Universe {
+            indexes: vec![IndexContents {
+                name: "default".to_string(),
+                packages: BTreeMap::new(),
+            }],
+            snapshot: None,
+        };
+        let mut pending = Pending::default();
+        let missed = |universe: &Universe, pending: &Pending| match resolve_within(
+            &request,
+            universe,
+            Some(pending),
+            &environment,
+            &rules,
+        ) {
+            Err(Stop::Missing(miss)) => Some(miss),
+            Ok(_) => None,
+            Err(Stop::Failed(error)) => panic!("{error}"),
+        };
+
+        assert_eq!(
+            missed(&universe, &pending),
+            Some(Miss::Projects(vec![name("app")]))
+        );
+        absorb(
+            &mut universe,
+            &mut pending,
+            listed("app", &[("1.0", "app-1.0-py3-none-any.whl")]),
+        );
+        assert_eq!(
+            missed(&universe, &pending),
+            Some(Miss::Release(name("app"), version("1.0")))
+        );
+        absorb(
+            &mut universe,
+            &mut pending,
+            read("app", "1.0", "app-1.0-py3-none-any.whl", &["lib"]),
+        );
+        assert_eq!(
+            missed(&universe, &pending),
+            Some(Miss::Projects(vec![name("lib")]))
+        );
+        absorb(
+            &mut universe,
+            &mut pending,
+            listed(
+                "lib",
+                &[
+                    ("1.0", "lib-1.0-py3-none-any.whl"),
+                    ("2.0", "lib-2.0-cp312-cp312-win_amd64.whl"),
+                ],
+            ),
+        );
+        // `lib 2.0` is refused from its files alone; only `lib 1.0` is read.
+        assert_eq!(
+            missed(&universe, &pending),
+            Some(Miss::Release(name("lib"), version("1.0")))
+        );
+        absorb(
+            &mut universe,
+            &mut pending,
+            read("lib", "1.0", "lib-1.0-py3-none-any.whl", &[]),
+        );
+        assert_eq!(missed(&universe, &pending), None);
+
+        let recorded = visited(&universe, &pending);
+        let releases: Vec<String> = recorded.indexes[0]
+            .packages
+            .iter()
+            .flat_map(|(name, releases)| {
+                releases
+                    .iter()
+                    .map(move |release| format!("{name}=={}", release.version))
+            })
+            .collect();
+        assert_eq!(releases, ["app==1.0", "lib==1.0"]);
+        let lock = super::super::resolve(&request, &recorded, &environment, &rules).unwrap();
+        let pins: Vec<String> = lock
+            .packages
+            .iter()
+            .map(|package| format!("{}=={}", package.name, package.version))
+            .collect();
+        assert_eq!(pins, ["app==1.0", "lib==1.0"]);
+    }
+}
