@@ -6,7 +6,9 @@
 //! name and version from the indexes, a metadata stand-in), resolves each index's URL
 //! (an index without `url` is pip's default), explores the closure for the target
 //! environment through the index client, and writes a [`Snapshot`]. The exploration
-//! itself is `index::client::explore`; this file only wires flags to it.
+//! itself is `index::client::explore`; this file only wires flags to it. With `--live`
+//! it resolves the manifest live for the node instead (`converge::resolve_live_universe`)
+//! and writes exactly the releases that resolution visited.
 //!
 //! `hash` resolves the manifest for a node exactly as `plan` does (the same snapshot,
 //! the digests already recorded beside the manifest, the node's facts), takes each
