@@ -5,9 +5,10 @@
 //! set.
 //!
 //! Loads the manifest, gathers the node's facts in one round trip, resolves the
-//! manifest for that node (offline on a snapshot, or live against its indexes with
-//! `--live` (`live`), with the digests recorded beside the manifest), finds each index's URL (pip's configured default for an entry without
-//! one), resolves `from_env` values on the controller, and plans. It owns its error type
+//! manifest for that node (offline on a snapshot, or against its indexes with `--live`
+//! (`live`), with the digests recorded beside the manifest), finds each index's URL
+//! (pip's configured default for an entry without one), resolves `from_env` values on
+//! the controller, and plans. It owns its error type
 //! ([`ConvergeError`]); only `commands` maps errors to exit codes.
 
 mod error;
