@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Benchmark: resolving the SGLang 0.5.9 closure offline, ours against `uv pip compile --offline`.
+"""Benchmark: resolving the SGLang 0.5.9 closure, ours against `uv pip compile`, offline
+and online with a cold cache.
 
-Ours: `upgrade lock manifests/cuda12.8-baseline.yaml` on the embedded snapshot (the
+Offline: `upgrade lock manifests/cuda12.8-baseline.yaml` on the embedded snapshot (the
 default-index stack: torch 2.9.1, sgl-kernel 0.3.21, flashinfer 0.6.3, sglang 0.5.9,
 CPython 3.12, manylinux_2_35 x86_64). uv: the same five requirements for the same
 interpreter and platform, `--offline` from a cache warmed by one online run, once as
 they are and once constrained to the snapshot's versions (the same universe as ours).
-Runs alternate in one invocation; medians and the ratio are printed.
+
+Online, cold cache: `upgrade lock … --live --cache-dir EMPTY` (live resolution against
+the index pip is configured with) against `uv pip compile … --cache-dir EMPTY`, a fresh
+empty cache directory for every run of each.
+
+Runs alternate in one invocation; medians and the ratios are printed.
 
 uv is installed from the Python index into `bench/.venv` with pip, and talks to the
 index pip is configured with: `PIP_INDEX_URL` / `pip config` are read at run time, never
-written here. Usage: bench/resolve.py [--runs N] [--profile dev|release]
+written here. Usage: bench/resolve.py [--runs N] [--online-runs N] [--profile dev|release]
 """
 
 import argparse
@@ -85,6 +91,7 @@ def timed(command, environment=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--online-runs", type=int, default=3)
     parser.add_argument("--profile", choices=["dev", "release"], default="dev")
     options = parser.parse_args()
     uv = uv_binary()
@@ -119,8 +126,30 @@ def main():
         print(f"resolving the SGLang 0.5.9 closure ({len(pins)} packages), {options.runs} alternating runs each")
         for name, median in medians.items():
             print(f"  {name:24} median {median * 1000:8.1f} ms   min {min(times[name]) * 1000:8.1f} ms")
-        for name in ("uv", "uv (snapshot versions)"):
-            print(f"  ours / {name}: {medians['ours'] / medians[name]:.3f}")
+        print(f"  ours / uv (offline): {medians['ours'] / medians['uv']:.3f}")
+        print(f"  ours / uv (offline, snapshot versions): {medians['ours'] / medians['uv (snapshot versions)']:.3f}")
+
+        # Online, a fresh empty cache for every run of each contender.
+        online = {"ours (live)": [], "uv (online)": []}
+        live_lock = scratch / "ours-live.json"
+        for run in range(options.online_runs):
+            for name in online:
+                cold = scratch / f"cold-{name.split()[0]}-{run}"
+                if name == "ours (live)":
+                    command = [str(ours), "lock", str(MANIFEST), "--live", "--cache-dir", str(cold),
+                               "--pip-python", sys.executable, "--format", "json", "-o", str(live_lock)]
+                else:
+                    command = [str(uv), "pip", "compile", str(requirements), "--python-version", "3.12",
+                               "--python-platform", "x86_64-manylinux_2_35", "--cache-dir", str(cold),
+                               "--native-tls", "--quiet", "-o", str(scratch / "uv-online.txt")] + uv_index_arguments()
+                online[name].append(timed(command, environment))
+                shutil.rmtree(cold, ignore_errors=True)
+        online_medians = {name: statistics.median(values) for name, values in online.items()}
+        live_pins = json.loads(live_lock.read_text())["packages"]
+        print(f"online with a cold cache ({len(live_pins)} packages locked live), {options.online_runs} alternating runs each")
+        for name, median in online_medians.items():
+            print(f"  {name:24} median {median:8.2f} s    min {min(online[name]):8.2f} s")
+        print(f"  ours / uv (online, cold cache): {online_medians['ours (live)'] / online_medians['uv (online)']:.3f}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

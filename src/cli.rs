@@ -160,6 +160,9 @@ pub struct PlanArgs {
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
     #[arg(long, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
+    /// Live resolution instead of the snapshot.
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Save the plan here; `upgrade apply PLAN` replays it and refuses it if the node changed.
     #[arg(short = 'o', long = "output", value_name = "PLAN")]
     pub output: Option<PathBuf>,
@@ -214,6 +217,9 @@ pub struct ApplyArgs {
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
     #[arg(long, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
+    /// Live resolution instead of the snapshot.
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Skip the verification launch.
     #[arg(long)]
     pub no_verify: bool,
@@ -340,8 +346,11 @@ pub struct LockArgs {
     pub snapshot: Option<PathBuf>,
     /// A directory of wheels and sdists (pip's `--find-links`), read as one more open index
     /// named `find-links` (`find-links-2`, … when repeated), after the manifest's indexes.
-    #[arg(long = "find-links", value_name = "DIR")]
+    #[arg(long = "find-links", value_name = "DIR", conflicts_with = "live")]
     pub find_links: Vec<PathBuf>,
+    /// Live resolution instead of the snapshot.
+    #[command(flatten)]
+    pub live: LiveArgs,
     /// Write the lock here instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "LOCK")]
     pub output: Option<PathBuf>,
@@ -486,6 +495,18 @@ pub struct IndexSnapshotArgs {
     /// Record only the manifest's own packages, not their dependencies.
     #[arg(long)]
     pub no_deps: bool,
+    /// Record exactly what resolving the manifest live visits (the releases whose
+    /// dependencies the resolver read) instead of exploring the whole closure; a
+    /// snapshot made this way resolves offline to the same lock.
+    #[arg(
+        long,
+        conflicts_with_all = ["python_version", "platform", "only_index", "with", "no_deps", "max_versions"]
+    )]
+    pub live: bool,
+    /// With `--live`: the node's facts as JSON (as `lock --facts`); without it, the
+    /// manifest's `target` and `toolkit`.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    pub facts: Option<PathBuf>,
     /// Fail after looking up this many projects.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_projects: usize,
@@ -504,6 +525,27 @@ pub struct IndexSnapshotArgs {
     /// Output format of the summary.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
     pub format: IndexFormat,
+}
+
+/// Live resolution: the manifest's indexes instead of a snapshot.
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Resolve against the manifest's indexes instead of a snapshot: fetch only the
+    /// project pages and release metadata the resolution visits, through the cache.
+    #[arg(long, conflicts_with = "snapshot")]
+    pub live: bool,
+    /// With `--live`: cache, timeouts, retries and concurrency of the index client.
+    #[command(flatten)]
+    pub network: NetworkArgs,
+    /// With `--live`: the interpreter asked for pip's default index, e.g. `/usr/bin/python3`.
+    #[arg(long = "pip-python", value_name = "PYTHON", default_value = "python3")]
+    pub pip_python: PathBuf,
+    /// With `--live`: fail after looking up this many projects.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_projects: usize,
+    /// With `--live`: fail after reading the metadata of this many releases.
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    pub max_releases: usize,
 }
 
 /// How the index client talks to the network.

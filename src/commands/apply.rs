@@ -75,10 +75,12 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         NodeChoice::Probed(&args.node, &args.ssh),
         args.snapshot.as_deref(),
     );
+    let live = super::live_options(&args.live)?;
     let options = ApplyOptions {
         saved: saved.as_ref(),
         plan_path: &args.target,
         snapshot: args.snapshot.as_deref(),
+        live: live.as_ref(),
         hash_command: &hash_command,
         verify: !args.no_verify,
         context: &context,

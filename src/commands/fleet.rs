@@ -131,6 +131,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         "upgrade index hash {} --host NODE",
         crate::shell::quote(&args.target.display().to_string())
     );
+    let live = super::live_options(&args.live)?;
     let options = FleetOptions {
         parallel: args.fleet.parallel,
         max_fail: args.max_fail,
@@ -140,6 +141,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             saved: None,
             plan_path: &args.target,
             snapshot: args.snapshot.as_deref(),
+            live: live.as_ref(),
             hash_command: &hash_command,
             verify: !args.no_verify,
             context: &context,

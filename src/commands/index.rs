@@ -6,7 +6,9 @@
 //! name and version from the indexes, a metadata stand-in), resolves each index's URL
 //! (an index without `url` is pip's default), explores the closure for the target
 //! environment through the index client, and writes a [`Snapshot`]. The exploration
-//! itself is `index::client::explore`; this file only wires flags to it.
+//! itself is `index::client::explore`; this file only wires flags to it. With `--live`
+//! it resolves the manifest live for the node instead (`converge::resolve_live_universe`)
+//! and writes exactly the releases that resolution visited.
 //!
 //! `hash` resolves the manifest for a node exactly as `plan` does (the same snapshot,
 //! the digests already recorded beside the manifest, the node's facts), takes each
@@ -419,6 +421,8 @@ impl SnapshotSettings {
             only_index,
             with,
             no_deps,
+            live: _,
+            facts: _,
             max_projects,
             max_versions,
             max_releases,
@@ -486,7 +490,8 @@ impl SnapshotSettings {
     }
 }
 
-fn client_settings(network: &NetworkArgs) -> Result<ClientSettings, IndexCommandError> {
+/// The index client's settings from the network flags.
+pub(crate) fn client_settings(network: &NetworkArgs) -> Result<ClientSettings, IndexCommandError> {
     let NetworkArgs {
         cache_dir,
         no_cache,
@@ -538,6 +543,9 @@ struct IndexReport {
 }
 
 fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    if args.live {
+        return live_snapshot(args, printer);
+    }
     let manifest = manifest::load_file(&args.manifest)?;
     let settings = SnapshotSettings::resolve(args, &manifest)?;
     let (sources, defaults) = index_sources(&manifest, &settings)?;
@@ -620,28 +628,119 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
 
     let report = SnapshotReport {
         file: settings.output.display().to_string(),
-        indexes: snapshot
-            .universe
-            .indexes
-            .iter()
-            .zip(&sources)
-            .map(|(contents, source)| IndexReport {
-                name: contents.name.clone(),
-                url: settings
-                    .only_indexes
-                    .as_ref()
-                    .is_none_or(|only| only.contains(&contents.name))
-                    .then(|| redact(&source.location.url)),
-                packages: contents.packages.len(),
-                releases: contents.packages.values().map(Vec::len).sum(),
-            })
-            .collect(),
+        indexes: index_reports(&snapshot, &sources, settings.only_indexes.as_ref()),
         projects_looked_up: exploration.projects,
         releases_fetched: exploration.releases,
         notes: exploration.notes,
     };
-    let text = match settings.format {
-        IndexFormat::Json => json_line(&report)?,
+    let text = report_text(&report, settings.format, &defaults)?;
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(ExitStatus::Success)
+}
+
+/// `index snapshot --live`: resolve the manifest live for the node and record the
+/// releases the resolution visited.
+fn live_snapshot(
+    args: IndexSnapshotArgs,
+    printer: &mut Printer,
+) -> Result<ExitStatus, CommandError> {
+    let manifest = manifest::load_file(&args.manifest)?;
+    let file = args.manifest.display().to_string();
+    let environment = match &args.facts {
+        Some(path) => {
+            let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
+            TargetEnvironment::read_facts(&manifest, &text, &path.display().to_string())?
+        }
+        None => TargetEnvironment::from_manifest(&manifest)?,
+    };
+    let rules = RuleSet::embedded()?;
+    let options = converge::LiveOptions {
+        client: client_settings(&args.network)?,
+        python: args.python.clone(),
+        max_projects: args.max_projects,
+        max_releases: args.max_releases,
+    };
+    let resolution =
+        converge::resolve_live_universe(&manifest, &file, &environment, &rules, &options)?;
+    if let Some(failure) = resolution.failure {
+        return Err(failure.into());
+    }
+    let mut how = format!("upgrade index snapshot {file} --live");
+    if let Some(facts) = &args.facts {
+        how.push_str(&format!(" --facts {}", facts.display()));
+    }
+    let snapshot = Snapshot {
+        schema: SNAPSHOT_SCHEMA,
+        recorded: today(),
+        how,
+        universe: resolution.universe,
+    };
+    snapshot
+        .write(&args.output)
+        .map_err(|source| IndexCommandError::Snapshot {
+            path: args.output.clone(),
+            source,
+        })?;
+    let report = SnapshotReport {
+        file: args.output.display().to_string(),
+        indexes: snapshot
+            .universe
+            .indexes
+            .iter()
+            .map(|contents| IndexReport {
+                name: contents.name.clone(),
+                url: match manifest.index(&contents.name).map(|index| &index.url) {
+                    Some(Some(url)) => Some(redact_text(url)),
+                    // Found again for the report; the resolution already used it.
+                    Some(None) => pip_config::default_index(args.python.as_os_str())
+                        .ok()
+                        .map(|found| redact_text(&found.url)),
+                    None => None,
+                },
+                packages: contents.packages.len(),
+                releases: contents.packages.values().map(Vec::len).sum(),
+            })
+            .collect(),
+        projects_looked_up: resolution.summary.projects,
+        releases_fetched: resolution.summary.releases,
+        notes: resolution.summary.notes,
+    };
+    let text = report_text(&report, args.format, &[])?;
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(ExitStatus::Success)
+}
+
+/// Per index: its URL (credentials removed; `None` when it was not fetched from) and
+/// what the snapshot holds of it.
+fn index_reports(
+    snapshot: &Snapshot,
+    sources: &[IndexSource],
+    only_indexes: Option<&Vec<String>>,
+) -> Vec<IndexReport> {
+    snapshot
+        .universe
+        .indexes
+        .iter()
+        .zip(sources)
+        .map(|(contents, source)| IndexReport {
+            name: contents.name.clone(),
+            url: only_indexes
+                .is_none_or(|only| only.contains(&contents.name))
+                .then(|| redact(&source.location.url)),
+            packages: contents.packages.len(),
+            releases: contents.packages.values().map(Vec::len).sum(),
+        })
+        .collect()
+}
+
+/// The summary of a snapshot run as text or JSON.
+fn report_text(
+    report: &SnapshotReport,
+    format: IndexFormat,
+    defaults: &[(String, DefaultIndex)],
+) -> Result<String, CommandError> {
+    Ok(match format {
+        IndexFormat::Json => json_line(report)?,
         IndexFormat::Text => {
             let mut text = String::new();
             for index in &report.indexes {
@@ -672,9 +771,7 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
             ));
             text
         }
-    };
-    printer.out(&text).map_err(CommandError::Output)?;
-    Ok(ExitStatus::Success)
+    })
 }
 
 /// Progress on stderr: one line per [`PROGRESS_EVERY`] releases read.

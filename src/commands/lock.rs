@@ -4,6 +4,8 @@
 //! another, with the digests recorded beside the manifest (`NAME.hashes.json`, written
 //! by `upgrade index hash`) laid over it; the node is the manifest's `target` and `toolkit` unless `--facts` names a
 //! facts file; each `--find-links DIR` adds an open index of local files after the manifest's.
+//! With `--live` the universe is what resolving against the manifest's indexes visits
+//! (`converge::live_lock`), and a line on stderr says what was fetched.
 //! Prints or writes the lock; exits 3 with the conflict report when the
 //! manifest cannot be resolved.
 
@@ -11,11 +13,11 @@ use std::path::Path;
 
 use crate::cli::{LockArgs, LockFormat};
 use crate::commands::{CommandError, ExitStatus};
-use crate::converge;
+use crate::converge::{self, ConvergeError};
 use crate::index::find_links::read_find_links;
 use crate::manifest;
 use crate::printer::Printer;
-use crate::resolve::{IndexPolicy, Request, ResolveError, TargetEnvironment};
+use crate::resolve::{IndexPolicy, Lock, Request, ResolveError, TargetEnvironment};
 use crate::rules::RuleSet;
 
 /// Run `upgrade lock`.
@@ -29,27 +31,23 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         }
         None => TargetEnvironment::from_manifest(&manifest)?,
     };
-    let mut universe = converge::universe_for(&args.manifest, args.snapshot.as_deref())?;
-    let mut request = Request::from_manifest(&manifest, &file);
-    for (position, dir) in args.find_links.iter().enumerate() {
-        let name = match position {
-            0 => "find-links".to_string(),
-            _ => format!("find-links-{}", position + 1),
-        };
-        let found = read_find_links(dir, &name)?;
-        for note in &found.notes {
-            printer
-                .err(&format!("{}: {note}\n", dir.display()))
-                .map_err(CommandError::Output)?;
-        }
-        universe.indexes.push(found.contents);
-        request.indexes.push(IndexPolicy {
-            name,
-            explicit: false,
-        });
-    }
     let rules = RuleSet::embedded()?;
-    let lock = match crate::resolve::resolve(&request, &universe, &environment, &rules) {
+    let resolved = match super::live_options(&args.live)? {
+        Some(options) => {
+            match converge::live_lock(&args.manifest, &manifest, &environment, &rules, &options) {
+                Ok((lock, resolution)) => {
+                    printer
+                        .err(&format!("{resolution}\n"))
+                        .map_err(CommandError::Output)?;
+                    Ok(lock)
+                }
+                Err(ConvergeError::Resolve(error)) => Err(error),
+                Err(other) => return Err(other.into()),
+            }
+        }
+        None => resolve_offline(args, &manifest, &file, &environment, &rules, printer)?,
+    };
+    let lock = match resolved {
         Ok(lock) => lock,
         Err(ResolveError::Unresolvable { manifest, report }) => {
             if args.format == LockFormat::Json {
@@ -77,6 +75,42 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         None => printer.out(&text).map_err(CommandError::Output)?,
     }
     Ok(ExitStatus::Success)
+}
+
+/// The lock from the snapshot and the `--find-links` directories.
+fn resolve_offline(
+    args: &LockArgs,
+    manifest: &manifest::Manifest,
+    file: &str,
+    environment: &TargetEnvironment,
+    rules: &RuleSet,
+    printer: &mut Printer,
+) -> Result<Result<Lock, ResolveError>, CommandError> {
+    let mut universe = converge::universe_for(&args.manifest, args.snapshot.as_deref())?;
+    let mut request = Request::from_manifest(manifest, file);
+    for (position, dir) in args.find_links.iter().enumerate() {
+        let name = match position {
+            0 => "find-links".to_string(),
+            _ => format!("find-links-{}", position + 1),
+        };
+        let found = read_find_links(dir, &name)?;
+        for note in &found.notes {
+            printer
+                .err(&format!("{}: {note}\n", dir.display()))
+                .map_err(CommandError::Output)?;
+        }
+        universe.indexes.push(found.contents);
+        request.indexes.push(IndexPolicy {
+            name,
+            explicit: false,
+        });
+    }
+    Ok(crate::resolve::resolve(
+        &request,
+        &universe,
+        environment,
+        rules,
+    ))
 }
 
 fn write_atomically(path: &Path, text: &str) -> Result<(), CommandError> {

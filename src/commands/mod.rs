@@ -100,6 +100,9 @@ pub enum CommandError {
     /// A node could not be planned.
     #[error(transparent)]
     Plan(#[from] crate::plan::PlanError),
+    /// Live resolution could not fetch what it needed.
+    #[error(transparent)]
+    Live(Box<crate::resolve::LiveError>),
     /// A saved plan file could not be read.
     #[error("Failed to read plan `{}`: {message}", path.display())]
     PlanFile {
@@ -154,6 +157,7 @@ impl From<ConvergeError> for CommandError {
             ConvergeError::Snapshot(error) => Self::Snapshot(error),
             ConvergeError::Hashes(error) => Self::Hashes(error),
             ConvergeError::Resolve(error) => error.into(),
+            ConvergeError::Live(error) => Self::Live(error),
             ConvergeError::PipConfig(error) => Self::PipConfig(error),
             ConvergeError::Plan(error) => Self::Plan(error),
             ConvergeError::Exec(error) => Self::Exec(error),
@@ -193,7 +197,19 @@ impl CommandError {
                 | crate::abi::AbiError::Wheel { .. },
             ) => ExitStatus::InvalidInput,
             Self::Abi(_) => ExitStatus::Failure,
+            Self::Live(error)
+                if matches!(
+                    **error,
+                    crate::resolve::LiveError::Client {
+                        source: crate::index::client::ClientError::IndexUrl { .. },
+                        ..
+                    }
+                ) =>
+            {
+                ExitStatus::InvalidInput
+            }
             Self::Resolve(ResolveError::Solver { .. })
+            | Self::Live(_)
             | Self::Exec(_)
             | Self::Locked(_)
             | Self::Hashes(HashesError::Io { .. })
@@ -204,6 +220,21 @@ impl CommandError {
             Self::Unresolvable { .. } => ExitStatus::Unresolvable,
         }
     }
+}
+
+/// The live resolution `--live` asks for, from its flags; `None` without `--live`.
+fn live_options(
+    args: &crate::cli::LiveArgs,
+) -> Result<Option<crate::converge::LiveOptions>, CommandError> {
+    if !args.live {
+        return Ok(None);
+    }
+    Ok(Some(crate::converge::LiveOptions {
+        client: index::client_settings(&args.network)?,
+        python: args.pip_python.clone(),
+        max_projects: args.max_projects,
+        max_releases: args.max_releases,
+    }))
 }
 
 /// A runtime for the verbs that talk to nodes or indexes.

@@ -31,7 +31,8 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             })?
         }
     };
-    let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref())?;
+    let live = super::live_options(&args.live)?;
+    let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref(), live.as_ref())?;
     let urls = converge::index_urls(&prepared.manifest)?;
     let node_choice = match &args.facts {
         Some(path) => NodeChoice::Facts(path),

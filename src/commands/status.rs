@@ -79,7 +79,7 @@ async fn node_status(
         .await
         .map_err(exec::ExecError::from)?;
     let node = transport.name().to_string();
-    let lock = converge::lock(prepared, &facts, snapshot)?;
+    let lock = converge::lock(prepared, &facts, snapshot, None)?;
     let urls = converge::index_urls(&prepared.manifest)?;
     let plan = converge::plan_for(prepared, &node, &facts, &lock, &urls, hash_command)?;
     Ok(Status {

@@ -35,6 +35,9 @@ pub enum ConvergeError {
     /// The manifest could not be resolved for the node.
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// Live resolution could not fetch what it needed.
+    #[error(transparent)]
+    Live(Box<crate::resolve::LiveError>),
     /// pip's default index could not be found.
     #[error(transparent)]
     PipConfig(#[from] PipConfigError),
@@ -81,5 +84,14 @@ pub enum ConvergeError {
 impl From<crate::transport::TransportError> for ConvergeError {
     fn from(error: crate::transport::TransportError) -> Self {
         Self::Exec(error.into())
+    }
+}
+
+impl From<crate::resolve::LiveError> for ConvergeError {
+    fn from(error: crate::resolve::LiveError) -> Self {
+        match error {
+            crate::resolve::LiveError::Resolve(error) => Self::Resolve(error),
+            other => Self::Live(Box::new(other)),
+        }
     }
 }

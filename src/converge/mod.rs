@@ -5,16 +5,19 @@
 //! set.
 //!
 //! Loads the manifest, gathers the node's facts in one round trip, resolves the
-//! manifest for that node (offline on a snapshot, with the digests recorded beside the
-//! manifest), finds each index's URL (pip's configured default for an entry without
-//! one), resolves `from_env` values on the controller, and plans. It owns its error type
+//! manifest for that node (offline on a snapshot, or against its indexes with `--live`
+//! (`live`), with the digests recorded beside the manifest), finds each index's URL
+//! (pip's configured default for an entry without one), resolves `from_env` values on
+//! the controller, and plans. It owns its error type
 //! ([`ConvergeError`]); only `commands` maps errors to exit codes.
 
 mod error;
+mod live;
 mod node;
 mod rollback;
 
 pub use error::ConvergeError;
+pub use live::{LiveOptions, live_lock, resolve_live_universe};
 pub use node::{
     ApplyOptions, NodeOutcome, StepRecord, abi_check_step, converge_node, converge_probed,
 };
@@ -165,13 +168,26 @@ pub fn resolve_lock(
     crate::resolve::resolve(&request, universe, environment, rules)
 }
 
-/// Resolve the manifest for the node's facts.
+/// Resolve the manifest for the node's facts: live when `live` is given, else on
+/// `snapshot` (the embedded one when `None`).
 pub fn lock(
     prepared: &Prepared,
     facts: &NodeFacts,
     snapshot: Option<&Path>,
+    live: Option<&LiveOptions>,
 ) -> Result<Lock, ConvergeError> {
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
+    if let Some(options) = live {
+        let rules = RuleSet::embedded()?;
+        let (lock, _) = live_lock(
+            &prepared.path,
+            &prepared.manifest,
+            &environment,
+            &rules,
+            options,
+        )?;
+        return Ok(lock);
+    }
     let inputs = match prepared.inputs.get() {
         Some(inputs) => Arc::clone(inputs),
         None => {

@@ -69,6 +69,8 @@ pub struct ApplyOptions<'a> {
     pub plan_path: &'a Path,
     /// A snapshot instead of the embedded one.
     pub snapshot: Option<&'a Path>,
+    /// Resolve live against the manifest's indexes instead of a snapshot.
+    pub live: Option<&'a super::LiveOptions>,
     /// The command line that records digests the lock lacks (for blocked pip steps).
     pub hash_command: &'a str,
     /// Run the verification launch at the end.
@@ -173,7 +175,7 @@ pub async fn converge_probed(
             }
             saved.lock.clone()
         }
-        None => super::lock(prepared, &facts, options.snapshot)?,
+        None => super::lock(prepared, &facts, options.snapshot, options.live)?,
     };
     let urls = super::index_urls(&prepared.manifest)?;
     let plan = super::plan_for(prepared, &node, &facts, &lock, &urls, options.hash_command)?;
@@ -403,7 +405,7 @@ impl Run<'_> {
                     // and tags), unless a saved plan fixed the lock.
                     if step.kind == StepKind::PythonEnv && options.saved.is_none() {
                         let fresh = super::facts(transport, prepared).await?;
-                        lock = super::lock(prepared, &fresh, options.snapshot)?;
+                        lock = super::lock(prepared, &fresh, options.snapshot, options.live)?;
                     }
                 }
                 StepOutcome::Failed(failure) => {

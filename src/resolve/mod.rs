@@ -6,11 +6,14 @@
 //! extras, `Requires-Python`, wheel tags, yanked files, overrides and constraints, and
 //! the rules of `manifests/rules/` as extra dependencies on virtual packages that
 //! stand for the node (`python`, `glibc`, `cuda-driver`, `gpu-arch`, `cuda-toolkit`,
-//! `cuda-runtime`). It reads indexes only through the universe: no I/O here.
+//! `cuda-runtime`). It reads indexes only through the universe: no I/O here. Live
+//! resolution (`live`) fills the universe lazily: a resolution that asks for what is
+//! not there yet stops with a miss, the index client fetches it, and it runs again.
 
 mod compare;
 mod environment;
 mod error;
+mod live;
 mod lock;
 mod names;
 mod node;
@@ -26,6 +29,7 @@ use std::collections::BTreeMap;
 pub use compare::{Outcome, resolution_entries};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
 pub use error::ResolveError;
+pub use live::{LiveError, LiveResolution, resolve_live};
 pub use lock::{LOCK_SCHEMA, Lock, LockedPackage, LockedSource};
 pub use package::{ResolverPackage, VirtualPackage};
 pub use provider::{Cause, RuleCause, Unavailable, VersionRange};
@@ -52,6 +56,39 @@ pub fn resolve(
     environment: &TargetEnvironment,
     rules: &RuleSet,
 ) -> Result<Lock, ResolveError> {
+    match resolve_within(request, universe, None, environment, rules) {
+        Ok(lock) => Ok(lock),
+        Err(Stop::Failed(error)) => Err(error),
+        // A complete universe has nothing pending, so nothing is ever missed.
+        Err(Stop::Missing(miss)) => Err(ResolveError::Solver {
+            message: format!("a complete universe missed {miss}"),
+        }),
+    }
+}
+
+/// Why [`resolve_within`] stopped without a lock.
+#[derive(Debug)]
+enum Stop {
+    /// The resolution failed: the manifest cannot be resolved, or bad input.
+    Failed(ResolveError),
+    /// The universe being filled lacks what the resolution asked for.
+    Missing(live::Miss),
+}
+
+impl From<ResolveError> for Stop {
+    fn from(error: ResolveError) -> Self {
+        Self::Failed(error)
+    }
+}
+
+/// [`resolve`] over a universe that may still be filling (`pending`).
+fn resolve_within(
+    request: &Request,
+    universe: &Universe,
+    pending: Option<&live::Pending>,
+    environment: &TargetEnvironment,
+    rules: &RuleSet,
+) -> Result<Lock, Stop> {
     let gaps = rules.gaps(
         environment.toolkit.as_ref(),
         environment.cuda_runtime.as_ref(),
@@ -61,16 +98,22 @@ pub fn resolve(
         return Err(ResolveError::Rules {
             manifest: request.file.clone(),
             gaps,
-        });
+        }
+        .into());
     }
     let markers = environment.markers()?;
     // Exact pins narrowed to their one candidate find the same resolutions with far less
     // backtracking; a failure is resolved again below for the report in written ranges.
-    let narrowed =
-        Provider::new(request, universe, environment, rules, markers.clone(), &[]).narrowing();
+    let narrowed = Provider::new(request, universe, environment, rules, markers.clone(), &[])
+        .narrowing()
+        .filling(pending);
     let root = narrowed.root().clone();
-    if let Ok(selection) = pubgrub::resolve(&narrowed, root, Version::new([0])) {
-        return lock_from(&narrowed, selection, request, environment);
+    match pubgrub::resolve(&narrowed, root, Version::new([0])) {
+        Ok(selection) => return Ok(lock_from(&narrowed, selection, request, environment)?),
+        Err(PubGrubError::ErrorRetrievingDependencies { source, .. }) => {
+            return Err(Stop::Missing(source));
+        }
+        Err(_) => {}
     }
     let mut relaxed: Vec<Relaxation> = Vec::new();
     let mut found: Vec<(u8, ConflictReport)> = Vec::new();
@@ -82,11 +125,15 @@ pub fn resolve(
             rules,
             markers.clone(),
             &relaxed,
-        );
+        )
+        .filling(pending);
         let root = provider.root().clone();
         match pubgrub::resolve(&provider, root, Version::new([0])) {
             Ok(selection) if round == 0 => {
-                return lock_from(&provider, selection, request, environment);
+                return Ok(lock_from(&provider, selection, request, environment)?);
+            }
+            Err(PubGrubError::ErrorRetrievingDependencies { source, .. }) => {
+                return Err(Stop::Missing(source));
             }
             Ok(_) => break,
             Err(PubGrubError::NoSolution(tree)) => {
@@ -108,7 +155,8 @@ pub fn resolve(
             Err(error) if round == 0 => {
                 return Err(ResolveError::Solver {
                     message: error.to_string(),
-                });
+                }
+                .into());
             }
             Err(_) => break,
         }
@@ -116,7 +164,8 @@ pub fn resolve(
     Err(ResolveError::Unresolvable {
         manifest: request.file.clone(),
         report: Box::new(merge_conflicts(found)),
-    })
+    }
+    .into())
 }
 
 /// At most this many independent conflicts are looked for in one report.

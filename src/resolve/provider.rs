@@ -9,7 +9,6 @@
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
-use std::convert::Infallible;
 use std::fmt;
 use std::ops::Bound;
 use std::rc::Rc;
@@ -22,6 +21,7 @@ use pubgrub::{
 };
 
 use super::environment::TargetEnvironment;
+use super::live::{Miss, Pending};
 use super::package::{ResolverPackage, VirtualPackage};
 use super::ranges::{
     python_lower_bounds, python_ranges, specifiers_name_prerelease, specifiers_to_ranges,
@@ -278,6 +278,9 @@ pub struct Provider<'a> {
     /// Whether a dependency range that holds one candidate is handed to pubgrub as that
     /// one version ([`Provider::narrowing`]).
     narrow: bool,
+    /// What a universe being filled by live resolution does not hold yet; `None` for a
+    /// complete universe.
+    pending: Option<&'a Pending>,
 }
 
 impl<'a> Provider<'a> {
@@ -362,7 +365,15 @@ impl<'a> Provider<'a> {
             edges: RefCell::new(HashMap::new()),
             relaxed,
             narrow: false,
+            pending: None,
         }
+    }
+
+    /// The same provider over a universe that live resolution is still filling: asking
+    /// for what `pending` says is not there yet stops the resolution with a [`Miss`].
+    pub fn filling(mut self, pending: Option<&'a Pending>) -> Self {
+        self.pending = pending;
+        self
     }
 
     /// The same provider, handing pubgrub a dependency range that holds exactly one
@@ -1111,7 +1122,7 @@ impl DependencyProvider for Provider<'_> {
     type VS = VersionRange;
     type M = Unavailable;
     type Priority = (u8, u32, Reverse<usize>);
-    type Err = Infallible;
+    type Err = Miss;
 
     fn prioritize(
         &self,
@@ -1135,7 +1146,7 @@ impl DependencyProvider for Provider<'_> {
         &self,
         package: &ResolverPackage,
         range: &VersionRange,
-    ) -> Result<Option<Version>, Infallible> {
+    ) -> Result<Option<Version>, Miss> {
         Ok(match package {
             ResolverPackage::Root(_) => Some(Version::new([0])).filter(|v| range.contains(v)),
             ResolverPackage::Virtual(virtual_package) => self
@@ -1157,7 +1168,7 @@ impl DependencyProvider for Provider<'_> {
         &self,
         package: &ResolverPackage,
         version: &Version,
-    ) -> Result<Dependencies<ResolverPackage, VersionRange, Unavailable>, Infallible> {
+    ) -> Result<Dependencies<ResolverPackage, VersionRange, Unavailable>, Miss> {
         let mut edges = match package {
             ResolverPackage::Root(_) => self.root_edges(),
             ResolverPackage::Virtual(virtual_package) => {
@@ -1180,12 +1191,43 @@ impl DependencyProvider for Provider<'_> {
                         url: crate::manifest::redact_url(&git.url),
                     }));
                 }
+                if let Some(pending) = self.pending {
+                    if pending.is_unread(name, version) {
+                        // A release with no file for this node needs no metadata to refuse.
+                        if extra.is_none()
+                            && let Err((unavailable, None)) =
+                                self.best_file(name, candidate.release)
+                        {
+                            return Ok(Dependencies::Unavailable(unavailable));
+                        }
+                        return Err(Miss::Release(name.clone(), version.clone()));
+                    }
+                    pending.visit(name, version);
+                }
                 match self.release_edges(name, extra, candidate.release) {
                     Ok(edges) => edges,
                     Err(unavailable) => return Ok(Dependencies::Unavailable(unavailable)),
                 }
             }
         };
+        if let Some(pending) = self.pending {
+            let mut unlisted: Vec<PackageName> = edges
+                .iter()
+                .filter_map(|edge| match &edge.dependency {
+                    ResolverPackage::Package(name) | ResolverPackage::Extra(name, _)
+                        if !pending.is_looked_up(name) =>
+                    {
+                        Some(name.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            if !unlisted.is_empty() {
+                unlisted.sort();
+                unlisted.dedup();
+                return Err(Miss::Projects(unlisted));
+            }
+        }
         // Causes set aside to find the conflict behind the first one (`relax`).
         edges.retain(|edge| {
             !self

@@ -136,4 +136,15 @@ pub enum ClientError {
         /// The flag that raises it, e.g. `--max-projects`.
         flag: &'static str,
     },
+    /// Live resolution waited too long for an index answer that never came.
+    #[error("Failed to resolve live: no answer for {what} within {seconds} s")]
+    Stalled {
+        /// e.g. `` the project page of `torch` ``.
+        what: String,
+        /// e.g. `300`.
+        seconds: u64,
+    },
+    /// The runtime that fetches for live resolution could not start.
+    #[error("Failed to start the network runtime of live resolution")]
+    Runtime(#[source] std::io::Error),
 }

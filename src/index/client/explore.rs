@@ -184,6 +184,7 @@ pub async fn explore(
     settings: &ExploreSettings,
     reporter: &dyn Reporter,
 ) -> Result<Exploration, ClientError> {
+    let (overrides, constraints) = manifest_pins(settings);
     let mut explorer = Explorer {
         client,
         reporter,
@@ -192,28 +193,9 @@ pub async fn explore(
         packages: BTreeMap::new(),
         notes: Vec::new(),
         releases_fetched: 0,
-        overrides: settings
-            .overrides
-            .iter()
-            .filter(|requirement| requirement.marker.evaluate(&settings.markers, &[]))
-            .filter_map(|requirement| {
-                specifiers_of(requirement).map(|specifiers| (requirement.name.clone(), specifiers))
-            })
-            .collect(),
-        constraints: BTreeMap::new(),
+        overrides,
+        constraints,
     };
-    for constraint in &settings.constraints {
-        if !constraint.marker.evaluate(&settings.markers, &[]) {
-            continue;
-        }
-        if let Some(specifiers) = specifiers_of(constraint) {
-            explorer
-                .constraints
-                .entry(constraint.name.clone())
-                .or_default()
-                .push(specifiers);
-        }
-    }
     let mut dirty = BTreeSet::new();
     for root in roots {
         if !root.requirement.marker.evaluate(&settings.markers, &[]) {
@@ -257,48 +239,19 @@ struct Explorer<'a> {
     packages: BTreeMap<PackageName, PackageState>,
     notes: Vec<String>,
     releases_fetched: usize,
-    overrides: BTreeMap<PackageName, VersionSpecifiers>,
-    constraints: BTreeMap<PackageName, Vec<VersionSpecifiers>>,
+    overrides: Overrides,
+    constraints: Constraints,
 }
 
 impl Explorer<'_> {
     /// The indexes that may serve `name`, in the order to try them.
     fn candidates(&mut self, name: &PackageName, pinned: Option<&str>) -> Vec<usize> {
-        let allowed = |index: &IndexSource| {
-            self.settings
-                .only_indexes
-                .as_ref()
-                .is_none_or(|only| only.contains(&index.location.name))
-        };
-        match pinned {
-            Some(pinned) => {
-                let position = self
-                    .indexes
-                    .iter()
-                    .position(|index| index.location.name == pinned);
-                match position {
-                    Some(position) if allowed(&self.indexes[position]) => vec![position],
-                    Some(_) => {
-                        self.notes.push(format!(
-                            "skipped `{name}`: it is pinned to index `{pinned}`, which `--only-index` leaves out"
-                        ));
-                        Vec::new()
-                    }
-                    None => {
-                        self.notes.push(format!(
-                            "skipped `{name}`: it is pinned to index `{pinned}`, which is not configured"
-                        ));
-                        Vec::new()
-                    }
-                }
+        match allowed_indexes(self.indexes, self.settings, name, pinned) {
+            Ok(positions) => positions,
+            Err(note) => {
+                self.notes.push(note);
+                Vec::new()
             }
-            None => self
-                .indexes
-                .iter()
-                .enumerate()
-                .filter(|(_, index)| !index.explicit && allowed(index))
-                .map(|(position, _)| position)
-                .collect(),
         }
     }
 
@@ -340,16 +293,8 @@ impl Explorer<'_> {
                 .collect();
             let name = name.clone();
             tasks.spawn(async move {
-                for (position, location) in locations {
-                    match client.fetch_project(&location, &name).await {
-                        Ok(Some(files)) if !files.is_empty() => {
-                            return (name, Ok(Some((position, files))));
-                        }
-                        Ok(_) => {}
-                        Err(error) => return (name, Err(error)),
-                    }
-                }
-                (name, Ok(None))
+                let found = look_up_project(&client, &locations, &name).await;
+                (name, found)
             });
         }
         while let Some(joined) = tasks.join_next().await {
@@ -386,81 +331,15 @@ impl Explorer<'_> {
         Ok(())
     }
 
-    /// Group the files usable on the target by version, leaving out versions whose
-    /// metadata cannot be had (only sdists, none with a PEP 658 file); returns how
-    /// many versions were left out that way.
     fn usable_by_version(
         &self,
         files: Vec<ProjectFile>,
     ) -> (BTreeMap<Version, Vec<ProjectFile>>, usize) {
-        let mut versions: BTreeMap<Version, Vec<ProjectFile>> = BTreeMap::new();
-        for file in files {
-            if self.file_usable(&file) {
-                versions
-                    .entry(file.dist.version().clone())
-                    .or_default()
-                    .push(file);
-            }
-        }
-        let before = versions.len();
-        versions.retain(|_, files| {
-            files.iter().any(|file| {
-                matches!(file.dist, DistFilename::Wheel(_))
-                    || matches!(file.metadata, MetadataOffer::Offered(_))
-            })
-        });
-        let unreadable = before - versions.len();
-        (versions, unreadable)
-    }
-
-    fn file_usable(&self, file: &ProjectFile) -> bool {
-        if let Some(requires_python) = &file.requires_python
-            && !requires_python.contains(&self.settings.python_version)
-        {
-            return false;
-        }
-        match &file.dist {
-            DistFilename::Sdist(_) => true,
-            DistFilename::Wheel(wheel) => wheel.tags.iter().any(|tag| self.tag_usable(tag)),
-        }
-    }
-
-    fn tag_usable(&self, tag: &WheelTag) -> bool {
-        let minor = self
-            .settings
-            .python_version
-            .release()
-            .get(1)
-            .copied()
-            .unwrap_or(0);
-        let python_ok = if tag.python == "py3" {
-            true
-        } else if let Some(version) = tag.python.strip_prefix("py3") {
-            version
-                .parse::<u64>()
-                .is_ok_and(|tag_minor| tag_minor <= minor)
-        } else if let Some(version) = tag.python.strip_prefix("cp3") {
-            version.parse::<u64>().is_ok_and(|tag_minor| {
-                if tag.abi == "abi3" {
-                    tag_minor <= minor
-                } else {
-                    tag_minor == minor
-                }
-            })
-        } else {
-            false
-        };
-        python_ok
-            && self
-                .settings
-                .platform
-                .as_ref()
-                .is_none_or(|platform| platform.accepts(&tag.platform))
+        usable_by_version(self.settings, files)
     }
 
     /// The versions of `name` to record: per specifier met, the newest
-    /// `max_versions` matching ones (constraints applied, fully yanked releases only
-    /// for exact pins, pre-releases only when asked for or when nothing else matches).
+    /// `max_versions` matching ones.
     fn selected(&self, name: &PackageName, state: &PackageState) -> Vec<Version> {
         let Some(Some(listing)) = &state.listing else {
             return Vec::new();
@@ -469,40 +348,12 @@ impl Explorer<'_> {
             Some(specifiers) => vec![specifiers],
             None => state.specifiers.iter().collect(),
         };
-        let constraints = self.constraints.get(name);
-        let mut selected = BTreeSet::new();
-        for specifier_set in specifiers {
-            let exact_pin = !specifier_set.is_empty()
-                && specifier_set.iter().all(|specifier| {
-                    matches!(specifier.operator(), Operator::Equal | Operator::ExactEqual)
-                });
-            let asks_pre = specifier_set
-                .iter()
-                .any(|specifier| specifier.any_prerelease());
-            let matching: Vec<&Version> = listing
-                .versions
-                .iter()
-                .filter(|(version, files)| {
-                    specifier_set.contains(version)
-                        && constraints.is_none_or(|all| all.iter().all(|c| c.contains(version)))
-                        && (exact_pin || files.iter().any(|file| file.yanked.is_none()))
-                })
-                .map(|(version, _)| version)
-                .collect();
-            let finals: Vec<&Version> = matching
-                .iter()
-                .copied()
-                .filter(|version| asks_pre || !version.any_prerelease())
-                .collect();
-            let pool = if finals.is_empty() { matching } else { finals };
-            selected.extend(
-                pool.into_iter()
-                    .rev()
-                    .take(self.settings.max_versions)
-                    .cloned(),
-            );
-        }
-        selected.into_iter().collect()
+        select_versions(
+            &listing.versions,
+            &specifiers,
+            self.constraints.get(name).map(Vec::as_slice),
+            self.settings.max_versions,
+        )
     }
 
     async fn fetch_releases(&mut self, batch: &[PackageName]) -> Result<(), ClientError> {
@@ -681,8 +532,203 @@ impl Explorer<'_> {
     }
 }
 
+/// The manifest's overrides (replacing every specifier met on their package) and
+/// constraints (narrowing their package), for the target's markers.
+pub(crate) fn manifest_pins(settings: &ExploreSettings) -> (Overrides, Constraints) {
+    let overrides = settings
+        .overrides
+        .iter()
+        .filter(|requirement| requirement.marker.evaluate(&settings.markers, &[]))
+        .filter_map(|requirement| {
+            specifiers_of(requirement).map(|specifiers| (requirement.name.clone(), specifiers))
+        })
+        .collect();
+    let mut constraints: Constraints = BTreeMap::new();
+    for constraint in &settings.constraints {
+        if !constraint.marker.evaluate(&settings.markers, &[]) {
+            continue;
+        }
+        if let Some(specifiers) = specifiers_of(constraint) {
+            constraints
+                .entry(constraint.name.clone())
+                .or_default()
+                .push(specifiers);
+        }
+    }
+    (overrides, constraints)
+}
+
+/// Overrides by package: the one specifier set that replaces every other.
+pub(crate) type Overrides = BTreeMap<PackageName, VersionSpecifiers>;
+/// Constraints by package: every set must hold.
+pub(crate) type Constraints = BTreeMap<PackageName, Vec<VersionSpecifiers>>;
+
+/// The index policy: the positions of the indexes that may serve `name`, in the order
+/// to try them. A package pinned to an index (`pinned`) is looked up only there; any
+/// other on every non-explicit index. `Err` says why no index may serve it.
+pub(crate) fn allowed_indexes(
+    indexes: &[IndexSource],
+    settings: &ExploreSettings,
+    name: &PackageName,
+    pinned: Option<&str>,
+) -> Result<Vec<usize>, String> {
+    let allowed = |index: &IndexSource| {
+        settings
+            .only_indexes
+            .as_ref()
+            .is_none_or(|only| only.contains(&index.location.name))
+    };
+    match pinned {
+        Some(pinned) => {
+            let position = indexes
+                .iter()
+                .position(|index| index.location.name == pinned);
+            match position {
+                Some(position) if allowed(&indexes[position]) => Ok(vec![position]),
+                Some(_) => Err(format!(
+                    "skipped `{name}`: it is pinned to index `{pinned}`, which `--only-index` leaves out"
+                )),
+                None => Err(format!(
+                    "skipped `{name}`: it is pinned to index `{pinned}`, which is not configured"
+                )),
+            }
+        }
+        None => Ok(indexes
+            .iter()
+            .enumerate()
+            .filter(|(_, index)| !index.explicit && allowed(index))
+            .map(|(position, _)| position)
+            .collect()),
+    }
+}
+
+/// Look `name` up on `locations` in order: the first index whose page lists files
+/// has it, e.g. `(0, [torch-2.9.1-….whl, …])`; `None` when none does.
+pub(crate) async fn look_up_project(
+    client: &IndexClient,
+    locations: &[(usize, IndexLocation)],
+    name: &PackageName,
+) -> Result<Option<(usize, Vec<ProjectFile>)>, ClientError> {
+    for (position, location) in locations {
+        match client.fetch_project(location, name).await? {
+            Some(files) if !files.is_empty() => return Ok(Some((*position, files))),
+            Some(_) | None => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Group the files usable on the target by version, leaving out versions whose
+/// metadata cannot be had (only sdists, none with a PEP 658 file); returns how many
+/// versions were left out that way.
+pub(crate) fn usable_by_version(
+    settings: &ExploreSettings,
+    files: Vec<ProjectFile>,
+) -> (BTreeMap<Version, Vec<ProjectFile>>, usize) {
+    let mut versions: BTreeMap<Version, Vec<ProjectFile>> = BTreeMap::new();
+    for file in files {
+        if file_usable(settings, &file) {
+            versions
+                .entry(file.dist.version().clone())
+                .or_default()
+                .push(file);
+        }
+    }
+    let before = versions.len();
+    versions.retain(|_, files| {
+        files.iter().any(|file| {
+            matches!(file.dist, DistFilename::Wheel(_))
+                || matches!(file.metadata, MetadataOffer::Offered(_))
+        })
+    });
+    let unreadable = before - versions.len();
+    (versions, unreadable)
+}
+
+/// The coarse file filter: whether `file` can install on the target at all.
+fn file_usable(settings: &ExploreSettings, file: &ProjectFile) -> bool {
+    if let Some(requires_python) = &file.requires_python
+        && !requires_python.contains(&settings.python_version)
+    {
+        return false;
+    }
+    match &file.dist {
+        DistFilename::Sdist(_) => true,
+        DistFilename::Wheel(wheel) => wheel.tags.iter().any(|tag| tag_usable(settings, tag)),
+    }
+}
+
+fn tag_usable(settings: &ExploreSettings, tag: &WheelTag) -> bool {
+    let minor = settings
+        .python_version
+        .release()
+        .get(1)
+        .copied()
+        .unwrap_or(0);
+    let python_ok = if tag.python == "py3" {
+        true
+    } else if let Some(version) = tag.python.strip_prefix("py3") {
+        version
+            .parse::<u64>()
+            .is_ok_and(|tag_minor| tag_minor <= minor)
+    } else if let Some(version) = tag.python.strip_prefix("cp3") {
+        version.parse::<u64>().is_ok_and(|tag_minor| {
+            if tag.abi == "abi3" {
+                tag_minor <= minor
+            } else {
+                tag_minor == minor
+            }
+        })
+    } else {
+        false
+    };
+    python_ok
+        && settings
+            .platform
+            .as_ref()
+            .is_none_or(|platform| platform.accepts(&tag.platform))
+}
+
+/// Per specifier set, the newest `max_versions` listed versions that match it
+/// (constraints applied, fully yanked releases only for exact pins, pre-releases only
+/// when asked for or when nothing else matches), oldest first.
+pub(crate) fn select_versions(
+    versions: &BTreeMap<Version, Vec<ProjectFile>>,
+    specifiers: &[&VersionSpecifiers],
+    constraints: Option<&[VersionSpecifiers]>,
+    max_versions: usize,
+) -> Vec<Version> {
+    let mut selected = BTreeSet::new();
+    for specifier_set in specifiers {
+        let exact_pin = !specifier_set.is_empty()
+            && specifier_set.iter().all(|specifier| {
+                matches!(specifier.operator(), Operator::Equal | Operator::ExactEqual)
+            });
+        let asks_pre = specifier_set
+            .iter()
+            .any(|specifier| specifier.any_prerelease());
+        let matching: Vec<&Version> = versions
+            .iter()
+            .filter(|(version, files)| {
+                specifier_set.contains(version)
+                    && constraints.is_none_or(|all| all.iter().all(|c| c.contains(version)))
+                    && (exact_pin || files.iter().any(|file| file.yanked.is_none()))
+            })
+            .map(|(version, _)| version)
+            .collect();
+        let finals: Vec<&Version> = matching
+            .iter()
+            .copied()
+            .filter(|version| asks_pre || !version.any_prerelease())
+            .collect();
+        let pool = if finals.is_empty() { matching } else { finals };
+        selected.extend(pool.into_iter().rev().take(max_versions).cloned());
+    }
+    selected.into_iter().collect()
+}
+
 /// The specifiers of a requirement: `None` for a URL requirement, empty for "any".
-fn specifiers_of(requirement: &Requirement) -> Option<VersionSpecifiers> {
+pub(crate) fn specifiers_of(requirement: &Requirement) -> Option<VersionSpecifiers> {
     match &requirement.version_or_url {
         None => Some(VersionSpecifiers::empty()),
         Some(VersionOrUrl::VersionSpecifier(specifiers)) => Some(specifiers.clone()),

@@ -1,7 +1,8 @@
 //! The live index client: project pages (PEP 691 JSON or PEP 503 HTML), release
 //! metadata (PEP 658 files, else `METADATA` read out of the wheel with HTTP range
-//! requests), an on-disk cache, the closure explorer that `index snapshot` uses, and
-//! the digest of a whole file that `index hash` records.
+//! requests), an on-disk cache, the closure explorer that `index snapshot` uses, the
+//! lazy fetcher that live resolution asks for what it visits, and the digest of a
+//! whole file that `index hash` records.
 //!
 //! This is the only module of the crate that does network I/O. It turns what an
 //! index serves into the [`crate::index::Universe`] model; which index may serve a
@@ -12,6 +13,7 @@ mod cache;
 mod error;
 pub mod explore;
 mod http;
+pub mod live;
 mod range;
 pub mod simple;
 

@@ -1,0 +1,172 @@
+//! Live resolution for the verbs (`lock`, `plan`, `apply`, `index snapshot` with
+//! `--live`): the manifest's indexes (pip's configured default for an entry without a
+//! URL), its index pins, overrides and constraints, and the node's interpreter and
+//! platform, handed to the lazy fetcher and the resolver (`resolve::resolve_live`).
+//! The lock is the ordinary resolution of the releases the live resolution visited,
+//! with the digests recorded beside the manifest laid over them, as for a snapshot.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pep440_rs::Version;
+use pep508_rs::PackageName;
+
+use super::ConvergeError;
+use crate::index::Universe;
+use crate::index::client::explore::TargetPlatform;
+use crate::index::client::live::LiveIndex;
+use crate::index::client::{
+    ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
+};
+use crate::index::hashes::RecordedHashes;
+use crate::index::pip_config;
+use crate::manifest::Manifest;
+use crate::resolve::{LiveError, LiveResolution, Lock, Request, TargetEnvironment};
+use crate::rules::RuleSet;
+
+/// How a live resolution talks to the indexes.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    /// The client's timeouts, retries, concurrency and cache, e.g. an empty cache dir.
+    pub client: ClientSettings,
+    /// The interpreter asked for pip's default index, e.g. `python3`.
+    pub python: PathBuf,
+    /// Fail after looking up this many projects, e.g. `1000`.
+    pub max_projects: usize,
+    /// Fail after reading the metadata of this many releases, e.g. `5000`.
+    pub max_releases: usize,
+}
+
+/// Resolve `manifest` (named `file` in reports) live for `environment`: the releases
+/// its resolution visited, and why it failed when it did.
+pub fn resolve_live_universe(
+    manifest: &Manifest,
+    file: &str,
+    environment: &TargetEnvironment,
+    rules: &RuleSet,
+    options: &LiveOptions,
+) -> Result<LiveResolution, ConvergeError> {
+    let client_error = |source: ClientError| {
+        ConvergeError::Live(Box::new(LiveError::Client {
+            manifest: file.to_string(),
+            source,
+        }))
+    };
+    let request = Request::from_manifest(manifest, file);
+    let sources = index_sources(manifest, &options.python).map_err(|error| match error {
+        SourceError::Client(error) => client_error(error),
+        SourceError::PipConfig(error) => ConvergeError::PipConfig(error),
+    })?;
+    let python = environment.python.release();
+    let python_version = Version::new([
+        python.first().copied().unwrap_or(3),
+        python.get(1).copied().unwrap_or(0),
+        python.get(2).copied().unwrap_or(0),
+    ]);
+    let settings = ExploreSettings {
+        markers: environment.markers()?,
+        python_version,
+        platform: Some(TargetPlatform {
+            glibc: (environment.glibc.major, environment.glibc.minor),
+            arch: environment.arch.as_str().to_string(),
+        }),
+        transitive: true,
+        max_projects: options.max_projects,
+        // Read ahead: the newest match of each requirement, as the resolver tries first.
+        max_versions: 1,
+        max_releases: options.max_releases,
+        only_indexes: None,
+        overrides: manifest
+            .overrides
+            .iter()
+            .map(|pin| pin.requirement.clone())
+            .collect(),
+        constraints: manifest
+            .constraints
+            .iter()
+            .map(|pin| pin.requirement.clone())
+            .collect(),
+    };
+    let pins: BTreeMap<PackageName, String> = request
+        .requirements
+        .iter()
+        .filter_map(|root| {
+            root.index
+                .as_ref()
+                .map(|index| (root.requirement.name.clone(), index.clone()))
+        })
+        .collect();
+    let wait_limit = wait_limit(&options.client);
+    let client = IndexClient::new(options.client.clone()).map_err(client_error)?;
+    let live = LiveIndex::new(client, sources, settings, pins, wait_limit).map_err(client_error)?;
+    Ok(crate::resolve::resolve_live(
+        &request,
+        &live,
+        environment,
+        rules,
+    )?)
+}
+
+/// [`resolve_live_universe`], then the lock of what it visited with the digests
+/// recorded beside the manifest at `path` laid over it.
+pub fn live_lock(
+    path: &Path,
+    manifest: &Manifest,
+    environment: &TargetEnvironment,
+    rules: &RuleSet,
+    options: &LiveOptions,
+) -> Result<(Lock, LiveResolution), ConvergeError> {
+    let file = path.display().to_string();
+    let mut resolution = resolve_live_universe(manifest, &file, environment, rules, options)?;
+    if let Some(failure) = resolution.failure.take() {
+        return Err(failure.into());
+    }
+    let mut universe: Universe = resolution.universe.clone();
+    let hashes_path = RecordedHashes::path_for(path);
+    if let Some(recorded) = RecordedHashes::read_optional(&hashes_path)? {
+        recorded.apply(&mut universe, &hashes_path)?;
+    }
+    let lock = super::resolve_lock(manifest, &file, environment, &universe, rules)?;
+    Ok((lock, resolution))
+}
+
+/// The longest wait for one answer: every attempt of a request, with room for the
+/// requests queued ahead of it.
+fn wait_limit(client: &ClientSettings) -> Duration {
+    let attempts = client.retries.saturating_add(1);
+    let one = client.timeout.saturating_add(client.max_backoff);
+    one.saturating_mul(attempts)
+        .saturating_mul(4)
+        .max(Duration::from_secs(60))
+}
+
+enum SourceError {
+    Client(ClientError),
+    PipConfig(pip_config::PipConfigError),
+}
+
+/// The manifest's indexes with their URLs; pip's default is looked up once, and only
+/// when an entry has no URL.
+fn index_sources(manifest: &Manifest, python: &Path) -> Result<Vec<IndexSource>, SourceError> {
+    let mut default: Option<String> = None;
+    let mut sources = Vec::new();
+    for index in &manifest.indexes {
+        let url = match (&index.url, &default) {
+            (Some(url), _) => url.clone(),
+            (None, Some(url)) => url.clone(),
+            (None, None) => {
+                let url = pip_config::default_index(python.as_os_str())
+                    .map_err(SourceError::PipConfig)?
+                    .url;
+                default = Some(url.clone());
+                url
+            }
+        };
+        sources.push(IndexSource {
+            location: IndexLocation::new(&index.name, &url).map_err(SourceError::Client)?,
+            explicit: index.explicit,
+        });
+    }
+    Ok(sources)
+}

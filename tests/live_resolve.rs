@@ -1,0 +1,312 @@
+//! Live resolution through the binary against a real HTTP index on 127.0.0.1
+//! (`tests/support`): the lock, only the visited releases' metadata fetched, a second
+//! run served from the cache (`304` pages, no metadata request), and `index snapshot
+//! --live` recording exactly what resolves offline to the same lock.
+//!
+//! See: issue 12 (resolver reach), live lazy resolution.
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the first surprise"
+)]
+
+#[expect(
+    dead_code,
+    reason = "the shared fixtures serve the index client's tests too"
+)]
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use cuda_upgrade::index::Snapshot;
+use support::{Route, Server, Wheel, json_page, serve_wheel, wheel};
+
+/// The fixture index at `/simple/`, every project a PEP 691 page with an `ETag` and
+/// every wheel with a PEP 658 file:
+/// - `app 1.0` needs `many>=1` and `lib`;
+/// - `many` has 20 releases, `1.0` … `20.0`, the newest is what the resolver tries;
+/// - `lib` has `1.0` and `2.0`;
+/// - `unused` is never asked for.
+///
+/// With `capped`, `lib 2.0` needs `many<20`: `many 20.0` is read ahead (the newest that
+/// `app` allows) but the resolver, deciding `lib` first, never tries it.
+fn fixture_with(capped: bool) -> Server {
+    let server = Server::start();
+    let project = |name: &str, wheels: &[Wheel]| {
+        for built in wheels {
+            serve_wheel(&server, built, true);
+        }
+        let listed: Vec<(&Wheel, Option<&str>, bool)> =
+            wheels.iter().map(|built| (built, None, true)).collect();
+        server.route(
+            &format!("/simple/{name}/"),
+            Route {
+                etag: Some(format!("\"{name}-1\"")),
+                ..Route::ok(
+                    "application/vnd.pypi.simple.v1+json",
+                    json_page(name, &listed),
+                )
+            },
+        );
+    };
+    project(
+        "app",
+        &[wheel(
+            "app",
+            "1.0",
+            &["many>=1", "lib"],
+            Some(">=3.9"),
+            &[],
+            64,
+        )],
+    );
+    let many: Vec<Wheel> = (1..=20)
+        .map(|major| wheel("many", &format!("{major}.0"), &[], None, &[], 64))
+        .collect();
+    project("many", &many);
+    project(
+        "lib",
+        &[
+            wheel("lib", "1.0", &[], None, &[], 64),
+            wheel(
+                "lib",
+                "2.0",
+                if capped { &["many<20"] } else { &[] },
+                None,
+                &[],
+                64,
+            ),
+        ],
+    );
+    project("unused", &[wheel("unused", "1.0", &[], None, &[], 64)]);
+    server
+}
+
+fn fixture() -> Server {
+    fixture_with(false)
+}
+
+fn manifest(dir: &Path, server: &Server) -> String {
+    let path = dir.join("stack.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "schema: 1\nname: live-stack\ntarget:\n  python: /opt/env/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.35\"\nindexes:\n  - {{ name: default, url: \"{}\" }}\npackages:\n  app: \">=1\"\n",
+            server.url("/simple/")
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn upgrade(args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "upgrade {args:?}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// `name==version` of every locked package, in the lock's order.
+fn pins(output: &Output) -> Vec<String> {
+    let lock: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    lock["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|package| format!("{}=={}", package["name"], package["version"]).replace('"', ""))
+        .collect()
+}
+
+fn metadata_requests(server: &Server) -> Vec<String> {
+    let mut paths: Vec<String> = server
+        .log()
+        .into_iter()
+        .map(|logged| logged.path)
+        .filter(|path| path.ends_with(".metadata"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn live_lock_fetches_only_what_the_resolution_visits() {
+    let server = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), &server);
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let lock_args = [
+        "lock",
+        &manifest,
+        "--live",
+        "--cache-dir",
+        cache,
+        "--format",
+        "json",
+    ];
+
+    let first = upgrade(&lock_args);
+    assert_eq!(pins(&first), ["app==1.0", "lib==2.0", "many==20.0"]);
+    assert_eq!(
+        metadata_requests(&server),
+        [
+            "/files/app-1.0-py3-none-any.whl.metadata",
+            "/files/lib-2.0-py3-none-any.whl.metadata",
+            "/files/many-20.0-py3-none-any.whl.metadata",
+        ],
+        "one metadata file per release the resolver tried, of 23 listed"
+    );
+    let log = server.log();
+    assert!(
+        log.iter()
+            .all(|logged| !logged.path.ends_with(".whl") && logged.path != "/simple/unused/"),
+        "no wheel is downloaded and no project outside the resolution is looked up: {log:?}"
+    );
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(
+        stderr.contains("resolved live: 3 projects looked up, 3 releases read, 3 visited"),
+        "{stderr}"
+    );
+
+    // The second run revalidates each page (`304`) and reads every metadata file from
+    // the cache.
+    server.clear_log();
+    let second = upgrade(&lock_args);
+    assert_eq!(pins(&second), pins(&first));
+    assert!(metadata_requests(&server).is_empty(), "{:?}", server.log());
+    let pages: Vec<(String, u16)> = server
+        .log()
+        .into_iter()
+        .map(|logged| (logged.path, logged.status))
+        .collect();
+    assert_eq!(pages.len(), 3, "{pages:?}");
+    assert!(
+        pages
+            .iter()
+            .all(|(path, status)| path.starts_with("/simple/") && *status == 304),
+        "{pages:?}"
+    );
+}
+
+#[test]
+fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
+    let server = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), &server);
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let snapshot_file = dir.path().join("snapshot.json");
+    let snapshot_file = snapshot_file.to_str().unwrap();
+
+    let output = upgrade(&[
+        "index",
+        "snapshot",
+        &manifest,
+        "--live",
+        "-o",
+        snapshot_file,
+        "--cache-dir",
+        cache,
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("index `default` at http://127.0.0.1:")
+            && stdout.contains(": 3 packages, 3 releases")
+            && stdout.contains("3 projects looked up, 3 releases fetched"),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(snapshot_file).unwrap();
+    assert!(!text.contains("http"), "a snapshot holds no URL");
+    let snapshot = Snapshot::parse(&text, "snapshot.json").unwrap();
+    assert!(snapshot.how.ends_with("--live"), "{}", snapshot.how);
+    assert_eq!(recorded(&snapshot), ["app==1.0", "lib==2.0", "many==20.0"]);
+
+    let live = upgrade(&[
+        "lock",
+        &manifest,
+        "--live",
+        "--cache-dir",
+        cache,
+        "--format",
+        "json",
+    ]);
+    server.clear_log();
+    let offline = upgrade(&[
+        "lock",
+        &manifest,
+        "--snapshot",
+        snapshot_file,
+        "--format",
+        "json",
+    ]);
+    assert!(server.log().is_empty(), "offline asks nothing");
+    assert_eq!(offline.stdout, live.stdout);
+}
+
+/// `name==version` of every release a snapshot records.
+fn recorded(snapshot: &Snapshot) -> Vec<String> {
+    snapshot
+        .universe
+        .index("default")
+        .unwrap()
+        .packages
+        .iter()
+        .flat_map(|(name, releases)| {
+            releases
+                .iter()
+                .map(move |release| format!("{name}=={}", release.version))
+        })
+        .collect()
+}
+
+#[test]
+fn a_release_only_read_ahead_is_not_recorded() {
+    let server = fixture_with(true);
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), &server);
+    let cache = dir.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let snapshot_file = dir.path().join("snapshot.json");
+    let snapshot_file = snapshot_file.to_str().unwrap();
+
+    upgrade(&[
+        "index",
+        "snapshot",
+        &manifest,
+        "--live",
+        "-o",
+        snapshot_file,
+        "--cache-dir",
+        cache,
+    ]);
+    let text = std::fs::read_to_string(snapshot_file).unwrap();
+    let snapshot = Snapshot::parse(&text, "snapshot.json").unwrap();
+    assert_eq!(recorded(&snapshot), ["app==1.0", "lib==2.0", "many==19.0"]);
+    let live = upgrade(&[
+        "lock",
+        &manifest,
+        "--live",
+        "--cache-dir",
+        cache,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(pins(&live), ["app==1.0", "lib==2.0", "many==19.0"]);
+    let offline = upgrade(&[
+        "lock",
+        &manifest,
+        "--snapshot",
+        snapshot_file,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(offline.stdout, live.stdout);
+}
