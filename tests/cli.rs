@@ -63,6 +63,13 @@ fn patches_resolve_beside_a_manifest_named_without_a_directory() {
     .unwrap();
     let output = upgrade_in(dir.path(), &["validate", "seed.yaml"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    // The node verbs read it through the pipeline's loader: the same directory.
+    let facts = root.join("tests/fixtures/facts/h200.facts.json");
+    let output = upgrade_in(
+        dir.path(),
+        &["plan", "seed.yaml", "--facts", facts.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
 #[test]

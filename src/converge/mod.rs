@@ -114,7 +114,7 @@ pub fn prepare(path: &Path) -> Result<Prepared, ConvergeError> {
 /// supply its own: [`Prepared::for_host`]).
 pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {
     let text = manifest::read_text(path)?;
-    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let base = manifest::base_dir(path);
     let manifest = manifest::load_str(&text, &path.display().to_string(), Some(&base))?;
     Ok(Prepared {
         sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes())),

@@ -151,15 +151,20 @@ fn decode(bytes: Vec<u8>, file: &str) -> Result<String, ManifestError> {
     })
 }
 
+/// The directory a manifest's relative paths (patches) are read from: the file's parent,
+/// or `.` for a bare file name (`overlay.yaml` has the parent `` (empty), which names no
+/// directory).
+pub fn base_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// Load a manifest file; patch files are checked relative to its directory.
 pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
     let text = read_text(path)?;
-    // `overlay.yaml` has the parent `` (empty), which names no directory: the current one.
-    let base = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    load_str(&text, &path.display().to_string(), Some(&base))
+    load_str(&text, &path.display().to_string(), Some(&base_dir(path)))
 }
 
 /// Load a manifest from text. `file` names it in diagnostics; `base_dir`, when given,

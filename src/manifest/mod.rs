@@ -13,7 +13,8 @@ pub use diff::{Change, DiffEntry, ManifestDiff, Section, VersionDirection, diff}
 pub use error::{Diagnostic, ManifestError};
 pub(crate) use load::is_bidi_control;
 pub use load::{
-    MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, load, load_file, load_str, parse_duration,
+    MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, base_dir, load, load_file, load_str,
+    parse_duration,
     read_text,
 };
 pub use model::*;
