@@ -14,8 +14,7 @@ pub use error::{Diagnostic, ManifestError};
 pub(crate) use load::is_bidi_control;
 pub use load::{
     MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, base_dir, load, load_file, load_str,
-    parse_duration,
-    read_text,
+    parse_duration, read_text,
 };
 pub use model::*;
 pub use redact::{MASK, has_credentials, redact_text, redact_url};
