@@ -194,10 +194,7 @@ fn hash(args: &IndexHashArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
     let manifest_file = args.manifest.display().to_string();
     let runtime = runtime()?;
     let environment = match (&args.facts, args.node.local || args.node.host.is_some()) {
-        (Some(path), _) => {
-            let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
-            TargetEnvironment::read_facts(&manifest, &text, &path.display().to_string())?
-        }
+        (Some(path), _) => node::environment(&manifest, Some(path))?,
         (None, true) => {
             let selection = node::selection(&args.node, &args.ssh);
             let facts = runtime.block_on(async {
@@ -555,6 +552,7 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
         index: None,
     }));
     let full_version = full_python_version(&settings.python_version)?;
+    let (overrides, constraints) = explore::manifest_requirements(&manifest);
     let explore_settings = ExploreSettings {
         markers: marker_environment(&full_version)?,
         python_version: full_version,
@@ -564,16 +562,8 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
         max_versions: settings.max_versions,
         max_releases: settings.max_releases,
         only_indexes: settings.only_indexes.clone(),
-        overrides: manifest
-            .overrides
-            .iter()
-            .map(|pin| pin.requirement.clone())
-            .collect(),
-        constraints: manifest
-            .constraints
-            .iter()
-            .map(|pin| pin.requirement.clone())
-            .collect(),
+        overrides,
+        constraints,
     };
     let client = IndexClient::new(settings.client.clone()).map_err(IndexCommandError::from)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -646,13 +636,7 @@ fn live_snapshot(
 ) -> Result<ExitStatus, CommandError> {
     let manifest = manifest::load_file(&args.manifest)?;
     let file = args.manifest.display().to_string();
-    let environment = match &args.facts {
-        Some(path) => {
-            let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
-            TargetEnvironment::read_facts(&manifest, &text, &path.display().to_string())?
-        }
-        None => TargetEnvironment::from_manifest(&manifest)?,
-    };
+    let environment = node::environment(&manifest, args.facts.as_deref())?;
     let rules = RuleSet::embedded()?;
     let options = converge::LiveOptions {
         client: client_settings(&args.network)?,

@@ -24,13 +24,7 @@ use crate::rules::RuleSet;
 pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     let manifest = manifest::load_file(&args.manifest)?;
     let file = args.manifest.display().to_string();
-    let environment = match &args.facts {
-        Some(path) => {
-            let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
-            TargetEnvironment::read_facts(&manifest, &text, &path.display().to_string())?
-        }
-        None => TargetEnvironment::from_manifest(&manifest)?,
-    };
+    let environment = super::node::environment(&manifest, args.facts.as_deref())?;
     let rules = RuleSet::embedded()?;
     let resolved = match super::live_options(&args.live)? {
         Some(options) => {

@@ -4,7 +4,10 @@
 use std::path::Path;
 
 use crate::cli::{NodeArgs, SshArgs};
+use crate::commands::CommandError;
 use crate::exec::NodeSelection;
+use crate::manifest::Manifest;
+use crate::resolve::TargetEnvironment;
 use crate::shell;
 use crate::transport::{HostKeyPolicy, SshOptions};
 
@@ -85,6 +88,21 @@ pub fn hash_command(manifest: &Path, node: NodeChoice<'_>, snapshot: Option<&Pat
         .map(|word| shell::quote(word))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The environment a lock is made for: the node facts of `--facts FILE`, else the
+/// manifest's `target`.
+pub fn environment(
+    manifest: &Manifest,
+    facts: Option<&Path>,
+) -> Result<TargetEnvironment, CommandError> {
+    Ok(match facts {
+        Some(path) => {
+            let text = fs_err::read_to_string(path).map_err(CommandError::Output)?;
+            TargetEnvironment::read_facts(manifest, &text, &path.display().to_string())?
+        }
+        None => TargetEnvironment::from_manifest(manifest)?,
+    })
 }
 
 #[cfg(test)]

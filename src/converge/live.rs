@@ -64,6 +64,7 @@ pub fn resolve_live_universe(
         python.get(1).copied().unwrap_or(0),
         python.get(2).copied().unwrap_or(0),
     ]);
+    let (overrides, constraints) = crate::index::client::explore::manifest_requirements(manifest);
     let settings = ExploreSettings {
         markers: environment.markers()?,
         python_version,
@@ -77,16 +78,8 @@ pub fn resolve_live_universe(
         max_versions: 1,
         max_releases: options.max_releases,
         only_indexes: None,
-        overrides: manifest
-            .overrides
-            .iter()
-            .map(|pin| pin.requirement.clone())
-            .collect(),
-        constraints: manifest
-            .constraints
-            .iter()
-            .map(|pin| pin.requirement.clone())
-            .collect(),
+        overrides,
+        constraints,
     };
     let pins: BTreeMap<PackageName, String> = request
         .requirements

@@ -31,6 +31,18 @@ pub struct IndexSource {
     pub explicit: bool,
 }
 
+/// A manifest's overrides and constraints, as [`ExploreSettings`] takes them.
+pub fn manifest_requirements(
+    manifest: &crate::manifest::Manifest,
+) -> (Vec<Requirement>, Vec<Requirement>) {
+    let requirements =
+        |pins: &[crate::manifest::Pin]| pins.iter().map(|pin| pin.requirement.clone()).collect();
+    (
+        requirements(&manifest.overrides),
+        requirements(&manifest.constraints),
+    )
+}
+
 /// A requirement to explore from, e.g. `torch==2.9.1+cu130` pinned to `pytorch-cu130`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RootRequest {
