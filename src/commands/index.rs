@@ -603,18 +603,7 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
     if !settings.transitive {
         how.push_str(" --no-deps");
     }
-    let snapshot = Snapshot {
-        schema: SNAPSHOT_SCHEMA,
-        recorded: today(),
-        how,
-        universe: exploration.universe,
-    };
-    snapshot
-        .write(&settings.output)
-        .map_err(|source| IndexCommandError::Snapshot {
-            path: settings.output.clone(),
-            source,
-        })?;
+    let snapshot = write_snapshot(how, exploration.universe, &settings.output)?;
 
     let report = SnapshotReport {
         file: settings.output.display().to_string(),
@@ -653,18 +642,7 @@ fn live_snapshot(
     if let Some(facts) = &args.facts {
         how.push_str(&format!(" --facts {}", facts.display()));
     }
-    let snapshot = Snapshot {
-        schema: SNAPSHOT_SCHEMA,
-        recorded: today(),
-        how,
-        universe: resolution.universe,
-    };
-    snapshot
-        .write(&args.output)
-        .map_err(|source| IndexCommandError::Snapshot {
-            path: args.output.clone(),
-            source,
-        })?;
+    let snapshot = write_snapshot(how, resolution.universe, &args.output)?;
     let report = SnapshotReport {
         file: args.output.display().to_string(),
         indexes: snapshot
@@ -907,6 +885,27 @@ fn redact_text(url: &str) -> String {
 }
 
 /// Today's date in UTC, e.g. `2026-12-02`.
+/// Write a snapshot of `universe` recorded today by the command line `how` to `output`.
+fn write_snapshot(
+    how: String,
+    universe: crate::index::Universe,
+    output: &std::path::Path,
+) -> Result<Snapshot, IndexCommandError> {
+    let snapshot = Snapshot {
+        schema: SNAPSHOT_SCHEMA,
+        recorded: today(),
+        how,
+        universe,
+    };
+    snapshot
+        .write(output)
+        .map_err(|source| IndexCommandError::Snapshot {
+            path: output.to_path_buf(),
+            source,
+        })?;
+    Ok(snapshot)
+}
+
 fn today() -> String {
     let days = SystemTime::now()
         .duration_since(UNIX_EPOCH)
