@@ -113,6 +113,7 @@ fn universe(scenario: &Scenario) -> Universe {
                 });
             }
             releases.push(Release {
+                provides_extra: Vec::new(),
                 version: Version::from_str(version).unwrap(),
                 requires_dist,
                 requires_python: record
@@ -180,6 +181,7 @@ fn request(scenario: &Scenario) -> Request {
             },
             no_build: selection(&scenario.options.no_build),
             no_binary: selection(&scenario.options.no_binary),
+            ..ResolveOptions::default()
         },
     }
 }

@@ -312,6 +312,7 @@ impl IndexClient {
             })
             .collect();
         Ok(Release {
+            provides_extra: metadata.provides_extra,
             version: version.clone(),
             requires_dist: metadata.requires_dist,
             requires_python,
