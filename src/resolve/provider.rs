@@ -137,12 +137,6 @@ pub enum Unavailable {
     },
     /// A `+cuXYZ` build of a CUDA major no runtime rule gives a driver floor for.
     NoRuntimeRule(RuntimeGap),
-    /// The release does not declare the extra asked for, e.g. `jax 0.4.21` has no
-    /// `cuda12` extra.
-    MissingExtra {
-        /// e.g. `cuda12`.
-        extra: String,
-    },
 }
 
 impl fmt::Display for Unavailable {
@@ -174,7 +168,6 @@ impl fmt::Display for Unavailable {
                 f,
                 "its local label names CUDA {major}, which has no row under `majors:` in `{CUDA_RUNTIME_FILE}`"
             ),
-            Self::MissingExtra { extra } => write!(f, "it has no extra `{extra}`"),
         }
     }
 }
@@ -563,6 +556,31 @@ impl<'a> Provider<'a> {
         self.candidates(name)
             .get(version)
             .map(|candidate| candidate.release)
+    }
+
+    /// Every recorded version of `name` on the index it comes from, newest first.
+    pub fn release_versions(&self, name: &PackageName) -> Vec<Version> {
+        self.candidates(name)
+            .versions
+            .iter()
+            .map(|candidate| candidate.version.clone())
+            .collect()
+    }
+
+    /// Whether the pre-release policy lets `name version` be chosen: a final release
+    /// always, a pre-release or dev release only where the policy allows it.
+    pub fn prerelease_allowed(&self, name: &PackageName, version: &Version) -> bool {
+        !version.any_prerelease() || self.candidates(name).prereleases_allowed
+    }
+
+    /// The dependencies `name`'s `release` adds on this node (requirements, rules,
+    /// virtual packages), or why it cannot be used.
+    pub fn release_dependencies(
+        &self,
+        name: &PackageName,
+        release: &Release,
+    ) -> Result<Vec<Edge>, Unavailable> {
+        self.release_edges(name, None, release)
     }
 
     /// The best file of a release for this node, or why there is none; the second
@@ -992,11 +1010,6 @@ impl<'a> Provider<'a> {
         let mut edges = Vec::new();
         let version = &release.version;
         if let Some(extra) = extra {
-            if !release.provides(extra) {
-                return Err(Unavailable::MissingExtra {
-                    extra: extra.to_string(),
-                });
-            }
             edges.push(Edge {
                 dependency: ResolverPackage::Package(name.clone()),
                 range: Ranges::singleton(version.clone()),

@@ -385,6 +385,8 @@ mod tests {
         let rules = RuntimeRules::embedded().unwrap();
         assert_eq!(rules.major(13).unwrap().driver.to_string(), "580.65.06");
         assert_eq!(rules.major(12).unwrap().driver.to_string(), "525.60.13");
-        assert!(rules.major(11).is_none());
+        assert_eq!(rules.major(11).unwrap().driver.to_string(), "450.80.02");
+        assert!(rules.major(10).is_none());
+        assert_eq!(rules.majors(), [13, 12, 11]);
     }
 }
