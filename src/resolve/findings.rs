@@ -199,6 +199,7 @@ fn cuda_findings(
             findings.push(finding(FindingKind::Hazard, package, hazard));
         }
     }
+    // Projects with their own name first: torch before the nvidia-* libraries.
     for carriers in majors.values_mut() {
         carriers.sort_by_key(|carrier| {
             (
@@ -207,10 +208,41 @@ fn cuda_findings(
             )
         });
     }
+    // major → the chosen packages that are not carriers but require one directly, e.g.
+    // torch 2.9.1 for the nvidia-*-cu12 libraries it pins: they are what a person named.
+    let mut linkers: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for (name, version) in chosen.versions.values() {
+        let label = format!("{name} {version}");
+        if majors.values().any(|carriers| carriers.contains(&label)) {
+            continue;
+        }
+        let Some(release) = provider.release(name, version) else {
+            continue;
+        };
+        let Ok(edges) = provider.release_dependencies(name, release) else {
+            continue;
+        };
+        for (major, carriers) in &majors {
+            let links = edges.iter().any(|edge| match &edge.dependency {
+                ResolverPackage::Package(dependency) => chosen
+                    .versions
+                    .get(dependency.as_ref())
+                    .is_some_and(|(_, held)| carriers.contains(&format!("{dependency} {held}"))),
+                _ => false,
+            });
+            if links {
+                linkers.entry(*major).or_default().push(label.clone());
+            }
+        }
+    }
+    let subject = |major: &u32, carriers: &[String]| match linkers.get(major) {
+        Some(users) => format!("{} (through {})", named(users), named(carriers)),
+        None => named(carriers),
+    };
     if majors.len() > 1 {
         let parts: Vec<String> = majors
             .iter()
-            .map(|(major, carriers)| format!("CUDA {major}: {}", named(carriers)))
+            .map(|(major, carriers)| format!("CUDA {major}: {}", subject(major, carriers)))
             .collect();
         findings.push(finding(
             FindingKind::Warning,
@@ -231,8 +263,12 @@ fn cuda_findings(
                     None,
                     format!(
                         "the system toolkit is CUDA {toolkit} but {} carr{} CUDA {major}: what compiles or JIT-compiles against the toolkit at run time (torch.utils.cpp_extension, flashinfer's JIT, Triton with `TRITON_PTXAS_PATH`) builds for another runtime, and torch refuses a toolkit of another major (`target.cuda_wheels: toolkit` keeps the wheels on the toolkit's major)",
-                        named(carriers),
-                        if carriers.len() == 1 { "ies" } else { "y" }
+                        subject(major, carriers),
+                        if linkers.get(major).map_or(carriers.len(), Vec::len) == 1 {
+                            "ies"
+                        } else {
+                            "y"
+                        }
                     ),
                 ));
             }
