@@ -178,6 +178,7 @@ pub fn load_str(
         file: file.to_string(),
         base_dir: base_dir.map(Path::to_path_buf),
         diagnostics: Vec::new(),
+        index_spans: HashMap::new(),
     };
     let (root, problems) = yaml::parse(text);
     for problem in problems {
@@ -229,6 +230,8 @@ struct Checker {
     file: String,
     base_dir: Option<PathBuf>,
     diagnostics: Vec<Diagnostic>,
+    /// Where each package's `index:` value was written, for the reference check.
+    index_spans: HashMap<PackageName, Span>,
 }
 
 /// The entries of one mapping, consumed key by key; what is left is unknown.
@@ -1040,6 +1043,9 @@ impl Checker {
         let patches = fields.take("patches");
         let span = fields.span;
         self.finish(fields);
+        if let Some((_, index_span)) = &index {
+            self.index_spans.insert(name.clone(), *index_span);
+        }
 
         let origin = match git {
             Some(git) => {
@@ -1633,11 +1639,17 @@ impl Checker {
                     "package `{}` names index `{name}`, which `indexes` does not define",
                     package.name
                 );
+                // Located at the value, where the typo is; the key if no value was seen.
+                let span = self
+                    .index_spans
+                    .get(&package.name)
+                    .copied()
+                    .unwrap_or(package.span);
                 if defined.is_empty() {
-                    self.error_with_hint(package.span, message, "add it under `indexes`");
+                    self.error_with_hint(span, message, "add it under `indexes`");
                 } else {
                     self.error_with_hint(
-                        package.span,
+                        span,
                         message,
                         format!("defined indexes: {}", defined.join(", ")),
                     );
