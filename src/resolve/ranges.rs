@@ -115,7 +115,8 @@ pub fn show_range_limited(range: &Ranges<Version>, limit: Option<usize>) -> Stri
 
 /// A range written against the versions that exist (`existing`, any order): a union
 /// whose gaps hold no existing version is one interval, each interval runs from the
-/// first existing version it holds to the next existing version it does not, e.g.
+/// first existing version it holds to the next existing version it does not (or on
+/// from the first when it holds the newest), e.g.
 /// `>0.5.2, <0.5.3 or >0.5.3, <0.5.4 or …` over sixty releases → `>=0.5.3, <0.30.0`.
 /// A range of one interval, or holding no existing version, is written as it is.
 /// At most `limit` intervals are shown, the rest counted.
@@ -180,7 +181,7 @@ fn runs(range: &Ranges<Version>, existing: &[Version]) -> Option<Vec<Run>> {
     if range.iter().nth(1).is_none() {
         return None;
     }
-    let (range_lower, range_upper) = range.bounding_range()?;
+    let (range_lower, _) = range.bounding_range()?;
     let mut sorted: Vec<&Version> = existing.iter().collect();
     sorted.sort();
     sorted.dedup();
@@ -196,17 +197,16 @@ fn runs(range: &Ranges<Version>, existing: &[Version]) -> Option<Vec<Run>> {
             position += 1;
         }
         let first = sorted[start];
-        let last = sorted[position - 1];
         let next = sorted.get(position).copied();
         let lower = if start == 0 && range_lower == Bound::Unbounded {
             Bound::Unbounded
         } else {
             Bound::Included(first.clone())
         };
+        // Up to the newest release is every release from the first one on.
         let upper = match next {
             Some(next) => Bound::Excluded(next.clone()),
-            None if range_upper == Bound::Unbounded => Bound::Unbounded,
-            None => Bound::Included(last.clone()),
+            None => Bound::Unbounded,
         };
         let other_build = |version: Option<&Version>| {
             version.is_some_and(|version| {
