@@ -338,7 +338,12 @@ fn check(scenario: &Scenario, rules: &RuleSet) -> Option<String> {
         )),
         (Err(ResolveError::Unresolvable { report, .. }), true) => Some(format!(
             "expected satisfiable, got: {}",
-            report.facts.join(" / ")
+            report
+                .facts
+                .iter()
+                .map(|fact| fact.full.as_str())
+                .collect::<Vec<_>>()
+                .join(" / ")
         )),
         (Err(ResolveError::Unresolvable { .. }), false) => None,
         (Err(error), _) => Some(format!("resolver error: {error}")),

@@ -9,8 +9,9 @@ use std::collections::BTreeSet;
 use pep508_rs::PackageName;
 use pubgrub::{DerivationTree, External};
 
+use super::cause::{Cause, Edge, RuleCause};
+use super::evidence::{Evidence, Tree};
 use super::package::ResolverPackage;
-use super::provider::{Cause, Edge, Provider, RuleCause, Unavailable, VersionRange};
 
 /// A cause that resolving again ignores, to find the conflict behind it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,25 +94,23 @@ impl Relaxation {
     }
 }
 
-type Tree = DerivationTree<ResolverPackage, VersionRange, Unavailable>;
-
 /// The causes of a failed resolution that could be set aside, most actionable first.
-pub fn candidates(provider: &Provider<'_>, tree: &Tree) -> Vec<Relaxation> {
+pub fn candidates(evidence: &Evidence<'_>, tree: &Tree) -> Vec<Relaxation> {
     let mut found = BTreeSet::new();
-    collect(provider, tree, &mut found);
+    collect(evidence, tree, &mut found);
     let mut found: Vec<Relaxation> = found.into_iter().collect();
     found.sort_by_key(Relaxation::rank);
     found
 }
 
-fn collect(provider: &Provider<'_>, tree: &Tree, found: &mut BTreeSet<Relaxation>) {
+fn collect(evidence: &Evidence<'_>, tree: &Tree, found: &mut BTreeSet<Relaxation>) {
     match tree {
         DerivationTree::Derived(derived) => {
-            collect(provider, &derived.cause1, found);
-            collect(provider, &derived.cause2, found);
+            collect(evidence, &derived.cause1, found);
+            collect(evidence, &derived.cause2, found);
         }
         DerivationTree::External(External::FromDependencyOf(package, range, dependency, _)) => {
-            for (version, edge) in provider.edges_between(package, dependency) {
+            for (version, edge) in evidence.edges_between(package, dependency) {
                 if range.contains(&version)
                     && let Some(relaxation) = Relaxation::of_edge(package, &edge)
                 {
