@@ -143,7 +143,9 @@ fn resolve_within(
             Err(PubGrubError::NoSolution(tree)) => {
                 let evidence = evidence::Evidence::gather(&provider, &tree);
                 let report = report::conflict_report(&evidence, &tree, &request.name);
-                let causes = relax::candidates(&evidence, &tree);
+                let causes = relax::candidates(&tree, &|package, dependency| {
+                    evidence.edges_between(package, dependency)
+                });
                 let rank = causes.first().map_or(0, Relaxation::rank);
                 found.push((rank, report));
                 // A rule covers every edge of its kind (one runtime mismatch pulls in many
