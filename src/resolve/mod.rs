@@ -29,6 +29,7 @@ mod request;
 
 use std::collections::BTreeMap;
 
+pub use cause::{Cause, RuleCause, Unavailable, VersionRange};
 pub use compare::{Outcome, resolution_entries};
 pub use conflict::{Conflict, ConflictReport, Fact};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
@@ -36,7 +37,6 @@ pub use error::ResolveError;
 pub use live::{LiveError, LiveResolution, resolve_live};
 pub use lock::{LOCK_SCHEMA, Lock, LockedPackage, LockedSource};
 pub use package::{ResolverPackage, VirtualPackage};
-pub use provider::{Cause, RuleCause, Unavailable, VersionRange};
 pub use ranges::show_range;
 pub use relax::Relaxation;
 pub use request::{
