@@ -95,8 +95,8 @@ impl Relaxation {
     }
 }
 
-/// The recorded edges from a package (at any version) to a dependency, e.g.
-/// [`Evidence::edges_between`](super::evidence::Evidence::edges_between).
+/// The recorded edges from a package (at any version) to a dependency, e.g. what the
+/// evidence gathered after a failed resolution holds.
 pub type EdgesBetween<'f> = dyn Fn(&ResolverPackage, &ResolverPackage) -> Vec<(Version, Edge)> + 'f;
 
 /// The causes of a failed resolution that could be set aside, most actionable first;
