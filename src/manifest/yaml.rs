@@ -444,6 +444,10 @@ mod tests {
             "{}",
             problems[0].message
         );
+        // A plain scalar used to read as `a`, and the rest of the file as absent.
+        let (root, problems) = parse("a: a\0b\nc: 3\n");
+        assert!(root.is_none());
+        assert_eq!(problems[0].span, Span { line: 1, column: 5 });
         let (root, problems) = parse("b: \"a\\0b\"\n");
         assert!(problems.is_empty(), "{problems:?}");
         assert!(root.is_some());

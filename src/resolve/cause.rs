@@ -9,7 +9,7 @@ use std::fmt;
 
 use pep440_rs::Version;
 use pep508_rs::Requirement;
-use pubgrub::Ranges;
+use pubgrub::{DerivationTree, Ranges};
 
 use super::package::ResolverPackage;
 use super::request::{ManifestPin, RootRequirement};
@@ -151,3 +151,6 @@ impl fmt::Display for Unavailable {
         }
     }
 }
+
+/// A failed resolution's derivation tree.
+pub type Tree = DerivationTree<ResolverPackage, VersionRange, Unavailable>;

@@ -160,7 +160,7 @@ mod tests {
         let long = report(12, 5);
         let short = long.to_string();
         assert!(short.contains("  - short 9\n"), "{short}");
-        assert!(!short.contains("short 10"), "{short}");
+        assert!(!short.contains("  - short 10\n"), "{short}");
         assert!(short.contains("… and 2 more (`--verbose` shows every fact)"));
         assert!(short.contains("conflict 3 (still there"), "{short}");
         assert!(!short.contains("conflict 4"), "{short}");

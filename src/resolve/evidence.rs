@@ -13,15 +13,13 @@ use pep440_rs::Version;
 use pep508_rs::PackageName;
 use pubgrub::{DerivationTree, External, Ranges};
 
-use super::cause::{Edge, Unavailable, VersionRange};
+pub use super::cause::Tree;
+use super::cause::{Edge, VersionRange};
 use super::environment::TargetEnvironment;
 use super::package::{ResolverPackage, VirtualPackage};
 use super::provider::Provider;
 use crate::manifest::GitSource;
 use crate::rules::RuleSet;
-
-/// A failed resolution's derivation tree.
-pub type Tree = DerivationTree<ResolverPackage, VersionRange, Unavailable>;
 
 /// What the resolver knew about the packages of a failed resolution.
 #[derive(Debug, Clone)]

@@ -30,6 +30,7 @@ mod request;
 
 use std::collections::BTreeMap;
 
+pub use cause::{Cause, RuleCause, Unavailable, VersionRange};
 pub use compare::{Outcome, resolution_entries};
 pub use conflict::{Conflict, ConflictReport, Fact};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
@@ -37,7 +38,6 @@ pub use error::ResolveError;
 pub use live::{LiveError, LiveResolution, resolve_live};
 pub use lock::{FindingKind, LOCK_SCHEMA, Lock, LockFinding, LockedPackage, LockedSource};
 pub use package::{ResolverPackage, VirtualPackage};
-pub use provider::{Cause, RuleCause, Unavailable, VersionRange};
 pub use ranges::show_range;
 pub use relax::Relaxation;
 pub use request::{
@@ -144,7 +144,9 @@ fn resolve_within(
             Err(PubGrubError::NoSolution(tree)) => {
                 let evidence = evidence::Evidence::gather(&provider, &tree);
                 let report = report::conflict_report(&evidence, &tree, &request.name);
-                let causes = relax::candidates(&evidence, &tree);
+                let causes = relax::candidates(&tree, &|package, dependency| {
+                    evidence.edges_between(package, dependency)
+                });
                 let rank = causes.first().map_or(0, Relaxation::rank);
                 found.push((rank, report));
                 // A rule covers every edge of its kind (one runtime mismatch pulls in many

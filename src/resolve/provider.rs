@@ -34,7 +34,7 @@ use crate::index::{DistFile, Release, Universe};
 use crate::manifest::GitSource;
 use crate::rules::{DriverMinimum, RuleSet, RuntimeKind};
 
-pub use super::cause::{Cause, Edge, RuleCause, Unavailable, VersionRange};
+use super::cause::{Cause, Edge, RuleCause, Unavailable, VersionRange};
 
 /// Why a release has no file for this node, and the glibc its wheels would need when
 /// only a newer glibc is missing.

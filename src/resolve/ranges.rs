@@ -178,9 +178,8 @@ impl Run {
 /// The runs of existing versions in `range`; `None` when the range is one interval or
 /// holds no existing version (nothing to simplify).
 fn runs(range: &Ranges<Version>, existing: &[Version]) -> Option<Vec<Run>> {
-    if range.iter().nth(1).is_none() {
-        return None;
-    }
+    // A second interval, or nothing to simplify.
+    range.iter().nth(1)?;
     let (range_lower, _) = range.bounding_range()?;
     let mut sorted: Vec<&Version> = existing.iter().collect();
     sorted.sort();
@@ -236,6 +235,7 @@ fn written_intervals(range: &Ranges<Version>) -> Vec<String> {
             (Bound::Included(low), Bound::Excluded(high)) if is_local_run_end(low, high) => {
                 format!("=={low}")
             }
+            (Bound::Included(low), Bound::Included(high)) if low == high => format!("=={low}"),
             _ => bounds_text(lower.as_ref(), upper.as_ref()),
         })
         .collect()

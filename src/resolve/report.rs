@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use pep440_rs::Version;
 use pubgrub::{DerivationTree, External, Ranges};
 
-use super::cause::{Cause, Edge, RuleCause, Unavailable, VersionRange};
+use super::cause::{Cause, Edge, RuleCause, Tree, Unavailable, VersionRange};
 use super::conflict::{ConflictReport, Fact};
-use super::evidence::{Evidence, Tree};
+use super::evidence::Evidence;
 use super::package::{ResolverPackage, VirtualPackage};
 use super::ranges::{SHORT_INTERVALS, every_release_from, show_existing, show_range_limited};
 use crate::rules::{ABI_PINS_FILE, CUDA_ARCH_FILE, CUDA_DRIVER_FILE, CUDA_RUNTIME_FILE};

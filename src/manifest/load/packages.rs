@@ -416,6 +416,26 @@ pub(super) fn is_scp_like(text: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// See: issue 16 — an undefined `index:` is located at its value, where the typo is.
+    #[test]
+    fn an_undefined_index_is_located_at_its_name() {
+        let text = "schema: 1\nname: x\ntarget: { python: /opt/ml-env/bin/python3 }\nindexes:\n  - name: default\npackages:\n  torch:\n    version: \"==2.9.1\"\n    index: pytorch-cu13O\n";
+        let Err(ManifestError::Invalid { diagnostics, .. }) =
+            super::super::load_str(text, "x.yaml", None)
+        else {
+            panic!("expected diagnostics");
+        };
+        assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+        assert_eq!(
+            diagnostics[0].span,
+            Span {
+                line: 9,
+                column: 12
+            }
+        );
+        assert!(diagnostics[0].message.contains("`pytorch-cu13O`"));
+    }
+
     #[test]
     fn scp_like_git_urls() {
         assert!(is_scp_like("git@github.com:sgl-project/sglang"));
