@@ -13,6 +13,7 @@ use pep508_rs::{PackageName, Requirement};
 
 fn release(name: &str, version: &str, requires: &[&str]) -> Release {
     Release {
+        provides_extra: Vec::new(),
         version: Version::from_str(version).unwrap(),
         requires_dist: requires
             .iter()
