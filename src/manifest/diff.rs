@@ -310,6 +310,12 @@ fn diff_target(b: &mut Builder<'_>, old: &Target, new: &Target) {
         old.driver.as_ref().map(ToString::to_string),
         new.driver.as_ref().map(ToString::to_string),
     );
+    b.compare(
+        Section::Target,
+        "target.cuda_wheels",
+        old.cuda_wheels.map(|policy| policy.to_string()),
+        new.cuda_wheels.map(|policy| policy.to_string()),
+    );
     let archs = |t: &Target| {
         t.gpu_arch
             .iter()
