@@ -231,6 +231,7 @@ const TOP_KEYS: &[&str] = &[
     "name",
     "description",
     "upgrade",
+    "prereleases",
     "target",
     "toolkit",
     "indexes",
@@ -562,6 +563,9 @@ impl Checker {
         let upgrade = fields
             .take("upgrade")
             .and_then(|node| self.tool_requirement(node));
+        let prereleases = fields
+            .take("prereleases")
+            .and_then(|node| self.parsed::<Prereleases>(node, "prereleases"));
         let target = self
             .require(&mut fields, "target")
             .and_then(|node| self.target(node));
@@ -596,6 +600,7 @@ impl Checker {
             name: name?,
             description,
             upgrade,
+            prereleases: prereleases.unwrap_or_default(),
             target: target?,
             toolkit,
             indexes,
