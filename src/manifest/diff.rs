@@ -276,6 +276,16 @@ fn diff_manifest(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
         old.upgrade.as_ref().map(ToString::to_string),
         new.upgrade.as_ref().map(ToString::to_string),
     );
+    let prereleases = |policy: Prereleases| match policy {
+        Prereleases::IfNecessaryOrExplicit => "if-necessary-or-explicit".to_string(),
+        Prereleases::Allow => "allow".to_string(),
+    };
+    b.compare(
+        Section::Manifest,
+        "prereleases",
+        Some(prereleases(old.prereleases)),
+        Some(prereleases(new.prereleases)),
+    );
 }
 
 fn diff_target(b: &mut Builder<'_>, old: &Target, new: &Target) {
