@@ -48,7 +48,7 @@ pub(super) fn examine(
     findings.extend(cuda_findings(provider, chosen, request, environment));
     findings.extend(sdist_builds(provider, chosen));
     findings.extend(below_newest(provider, chosen, request, environment));
-    findings.sort_by(|a, b| a.kind.cmp(&b.kind));
+    findings.sort_by_key(|finding| finding.kind);
     Ok(findings)
 }
 
