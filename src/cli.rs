@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Moves GPU nodes from one CUDA software stack to another, from a pinned manifest.
 #[derive(Debug, Parser)]
-#[command(name = "upgrade", version, long_version = crate::commands::long_version(), about, long_about = None)]
+#[command(name = "upgrade", version, about, long_about = None)]
 #[command(
     after_help = "Exit status: 0 success; 1 a node or a verification failed; 2 invalid input; 3 the manifest cannot be resolved."
 )]

@@ -3,11 +3,6 @@
 //!
 //! Needs root (the testbed's namespaces); without it the test says why it is skipped
 //! and passes.
-#![expect(
-    clippy::unwrap_used,
-    reason = "a test fails loudly at the first surprise"
-)]
-
 #[expect(
     dead_code,
     reason = "helpers shared by the testbed tests; this file uses a few"

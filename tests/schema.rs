@@ -5,7 +5,6 @@
 //! malformed-manifest corpus, each of which the loader rejects too.
 #![expect(
     clippy::unwrap_used,
-    clippy::panic,
     reason = "a test fails loudly at the first surprise"
 )]
 
