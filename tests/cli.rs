@@ -577,3 +577,34 @@ fn completion_man_page_and_version() {
     assert!(version.contains("(2026-12-02)"), "{version}");
     assert!(version.contains("rules: sha256:"), "{version}");
 }
+
+/// See: issue 20: the flags a fleet operator gives every time come from `UPGRADE_*`
+/// variables, and `--help` names them.
+#[test]
+fn snapshot_and_ssh_config_come_from_the_environment() {
+    let help = stdout(&upgrade(&["plan", "--help"]));
+    for name in [
+        "UPGRADE_SNAPSHOT",
+        "UPGRADE_SSH_CONFIG",
+        "UPGRADE_CACHE_DIR",
+    ] {
+        assert!(help.contains(&format!("env: {name}")), "{help}");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args([
+            "plan",
+            "manifests/sglang-0.5.9-cu130.yaml",
+            "--facts",
+            "tests/fixtures/facts/h200.facts.json",
+        ])
+        .env("UPGRADE_SNAPSHOT", "/nonexistent/snapshot-from-env.json")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        stderr(&output).contains("/nonexistent/snapshot-from-env.json"),
+        "{}",
+        stderr(&output)
+    );
+}
