@@ -342,6 +342,7 @@ fn packages_and_indexes(
         );
         return Vec::new();
     }
+    let start = out.len();
     out.push_str("packages:\n");
     if let Some(note) = note {
         out.push_str(note);
@@ -392,9 +393,9 @@ fn packages_and_indexes(
         }
     }
     if !any {
-        // A mapping with only comments is `null`: keep `packages` a mapping.
-        out.truncate(out.rfind("packages:\n").unwrap_or(out.len()));
-        out.push_str("packages: {}\n");
+        // A mapping with only comments is `null`: keep `packages` a mapping, and the
+        // comments below it.
+        out.replace_range(start..start + "packages:\n".len(), "packages: {}\n");
     }
     names
 }

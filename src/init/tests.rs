@@ -103,3 +103,33 @@ fn a_survey_lists_top_level_distributions_and_pins_the_rest() {
     assert_eq!(env, ["CUDA_HOME", "HF_TOKEN"], "{text}");
     assert!(manifest.env[1].secret, "{text}");
 }
+
+#[test]
+fn a_cuda_build_without_a_known_index_stays_a_comment_to_decide() {
+    let facts = h200();
+    let survey = Survey {
+        distributions: vec![
+            dist("pip", "23.2.1", &[]),
+            dist("torch", "2.10.0+cu130", &["filelock"]),
+            dist("filelock", "3.13.1", &[]),
+        ],
+        pip: PipIndexes::default(),
+        managed_block: None,
+    };
+    let text = match manifest_text(&InitSource::Local, &facts, Some(&survey)) {
+        Ok(text) => text,
+        Err(error) => panic!("{error}"),
+    };
+    let manifest = load(&text);
+    assert!(manifest.packages.is_empty(), "{text}");
+    assert!(text.contains("packages: {}\n"), "{text}");
+    assert!(text.contains("# decide: a `+cu130` build"), "{text}");
+    assert!(
+        text.contains("# torch: {version: \"==2.10.0+cu130\", index: NAME}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Not listed: the environment's own tools (pip 23.2.1)"),
+        "{text}"
+    );
+}
