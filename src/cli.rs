@@ -25,6 +25,8 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Semantic diff of two manifests for a pull-request reviewer.
     Diff(DiffArgs),
+    /// Write a first manifest from a node as it is: driver, GPU architectures, toolkit, interpreter, top-level packages with their indexes, the managed env block; `decide:` comments where a person must choose.
+    Init(InitArgs),
     /// Gather a node's facts in one round trip: GPUs, driver, toolkits, Python, packages, ldconfig, sitecustomize, disk.
     Probe(ProbeArgs),
     /// Resolve a manifest for a node: exact versions, indexes, files and hashes. Exit 3 when it cannot be resolved.
@@ -41,6 +43,12 @@ pub enum Command {
     Rollback(RollbackArgs),
     /// Check native extensions against the libraries they load: every undefined symbol another package of the environment should provide must be exported by it (symbol versions honoured). Exit 1 with a report when one is missing.
     AbiCheck(AbiCheckArgs),
+    /// Print a shell completion script: `upgrade completion bash > /etc/bash_completion.d/upgrade`.
+    Completion(CompletionArgs),
+    /// Print the manifest's JSON Schema (also `manifests/schema.json`), for editors: `# yaml-language-server: $schema=…`.
+    Schema,
+    /// Print the man page (roff): `upgrade man > /usr/local/share/man/man1/upgrade.1`.
+    Man,
     /// Package indexes: record what resolving a manifest needs, record the sha256 of locked files, show pip's default index.
     #[command(subcommand)]
     Index(IndexCommand),
@@ -62,7 +70,7 @@ pub struct NodeArgs {
 #[derive(Debug, Args)]
 pub struct SshArgs {
     /// An `ssh_config` file to use, e.g. a testbed's.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SSH_CONFIG)]
     pub ssh_config: Option<PathBuf>,
     /// A known_hosts file to use instead of the user's.
     #[arg(long, value_name = "FILE")]
@@ -119,6 +127,51 @@ pub struct ProbeArgs {
     pub format: FactsFormat,
 }
 
+/// `upgrade completion SHELL`
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// The shell whose completion script to print.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+/// Shells `upgrade completion` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    /// Bash (`complete -F`).
+    Bash,
+    /// Zsh (`#compdef upgrade`).
+    Zsh,
+    /// Fish (`complete -c upgrade`).
+    Fish,
+}
+
+/// `upgrade init (--local | --host H | --facts F) -o FILE`
+#[derive(Debug, Args)]
+#[group(id = "init_node", required = true, multiple = false, args = ["local", "host", "facts"])]
+pub struct InitArgs {
+    /// The node.
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Saved facts (`upgrade probe --format json`) instead of probing; they carry no
+    /// dependency data, so every installed distribution is listed.
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// SSH settings for `--host`.
+    #[command(flatten)]
+    pub ssh: SshArgs,
+    /// The interpreter of the environment to describe, e.g. `/opt/ml-env/bin/python3`.
+    #[arg(long, value_name = "PATH", default_value = "python3")]
+    pub python: PathBuf,
+    /// Where to write the manifest (`-` for standard output); an existing file is kept
+    /// unless `--force`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Replace an existing output file.
+    #[arg(long)]
+    pub force: bool,
+}
+
 /// `upgrade abi-check (--local | --host H | DIR)`
 #[derive(Debug, Args)]
 #[group(id = "abi_node", required = true, multiple = false, args = ["local", "host", "directory"])]
@@ -158,7 +211,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub ssh: SshArgs,
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
     pub snapshot: Option<PathBuf>,
     /// Live resolution instead of the snapshot.
     #[command(flatten)]
@@ -219,7 +272,7 @@ pub struct ApplyArgs {
     #[command(flatten)]
     pub ssh: SshArgs,
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
     pub snapshot: Option<PathBuf>,
     /// Live resolution instead of the snapshot.
     #[command(flatten)]
@@ -293,7 +346,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub fleet: FleetArgs,
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
     pub snapshot: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
@@ -346,7 +399,7 @@ pub struct LockArgs {
     #[arg(long, value_name = "FILE")]
     pub facts: Option<PathBuf>,
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary (offline).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
     pub snapshot: Option<PathBuf>,
     /// A directory of wheels and sdists (pip's `--find-links`), read as one more open index
     /// named `find-links` (`find-links-2`, … when repeated), after the manifest's indexes.
@@ -460,7 +513,7 @@ pub struct IndexHashArgs {
     #[command(flatten)]
     pub ssh: SshArgs,
     /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
     pub snapshot: Option<PathBuf>,
     /// Timeouts, retries and concurrency of the index client (the files are never cached).
     #[command(flatten)]
@@ -561,7 +614,7 @@ pub struct LiveArgs {
 pub struct NetworkArgs {
     /// The cache of index responses [default: `$XDG_CACHE_HOME/cuda-upgrade`, else
     /// `~/.cache/cuda-upgrade`].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = crate::settings::env::UPGRADE_CACHE_DIR)]
     pub cache_dir: Option<PathBuf>,
     /// Use no cache at all.
     #[arg(long, conflicts_with = "cache_dir")]

@@ -14,6 +14,7 @@ pub mod exec;
 pub mod facts;
 pub mod fleet;
 pub mod index;
+pub mod init;
 pub mod inventory;
 pub mod managed_block;
 pub mod manifest;

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use cuda_upgrade::cli::Cli;
 use cuda_upgrade::commands::{self, ExitStatus};
 use cuda_upgrade::exec::Reporter;
@@ -12,7 +12,12 @@ use cuda_upgrade::printer::Printer;
 use cuda_upgrade::report;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // `--version` names the embedded snapshot and rules (`-V` stays short).
+    let parsed = Cli::command()
+        .long_version(commands::long_version())
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             let status = if error.use_stderr() {

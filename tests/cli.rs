@@ -515,3 +515,96 @@ fn url_credentials_are_masked_in_every_format() {
         stdout(&output)
     );
 }
+
+/// See: issue 20: completion scripts for bash, zsh and fish name every verb; the man
+/// page is roff naming them too; `--version` names the embedded snapshot and rules.
+#[test]
+fn completion_man_page_and_version() {
+    let verbs = ["validate", "init", "plan", "apply", "completion", "man"];
+    for (shell, marker) in [
+        ("bash", "complete -F _upgrade"),
+        ("zsh", "#compdef upgrade"),
+        ("fish", "complete -c upgrade"),
+    ] {
+        let output = upgrade(&["completion", shell]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let script = stdout(&output);
+        assert!(script.contains(marker), "{shell}: {script}");
+        for verb in verbs {
+            assert!(script.contains(verb), "{shell} lacks `{verb}`");
+        }
+    }
+    // bash itself parses the script.
+    let output = upgrade(&["completion", "bash"]);
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg("-c")
+        .arg(stdout(&output))
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+
+    let output = upgrade(&["man"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let page = stdout(&output);
+    assert!(page.contains(".TH upgrade 1"), "{page}");
+    assert!(page.contains(".SH NAME"), "{page}");
+    for verb in verbs {
+        assert!(page.contains(verb), "the man page lacks `{verb}`");
+    }
+
+    let output = upgrade(&["--version"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let version = stdout(&output);
+    let sum = Command::new("sha256sum")
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("manifests/snapshots/sglang-0.5.9-cu130.json"),
+        )
+        .output()
+        .unwrap();
+    let digest = String::from_utf8(sum.stdout).unwrap();
+    let digest = digest.split_whitespace().next().unwrap().to_string();
+    assert!(
+        version.starts_with(&format!("upgrade {}", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    assert!(version.contains(&format!("sha256:{digest}")), "{version}");
+    assert!(version.contains("(2026-12-02)"), "{version}");
+    assert!(version.contains("rules: sha256:"), "{version}");
+}
+
+/// See: issue 20: the flags a fleet operator gives every time come from `UPGRADE_*`
+/// variables, and `--help` names them.
+#[test]
+fn snapshot_and_ssh_config_come_from_the_environment() {
+    let help = stdout(&upgrade(&["plan", "--help"]));
+    for name in [
+        "UPGRADE_SNAPSHOT",
+        "UPGRADE_SSH_CONFIG",
+        "UPGRADE_CACHE_DIR",
+    ] {
+        assert!(help.contains(&format!("env: {name}")), "{help}");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args([
+            "plan",
+            "manifests/sglang-0.5.9-cu130.yaml",
+            "--facts",
+            "tests/fixtures/facts/h200.facts.json",
+        ])
+        .env("UPGRADE_SNAPSHOT", "/nonexistent/snapshot-from-env.json")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        stderr(&output).contains("/nonexistent/snapshot-from-env.json"),
+        "{}",
+        stderr(&output)
+    );
+}

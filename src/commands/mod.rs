@@ -5,9 +5,11 @@
 
 mod abi_check;
 mod apply;
+mod completion;
 mod diff;
 mod fleet;
 mod index;
+mod init;
 mod lock;
 mod node;
 mod plan;
@@ -70,6 +72,15 @@ pub enum CommandError {
     /// An inventory could not be read or selects nothing.
     #[error(transparent)]
     Inventory(#[from] crate::inventory::InventoryError),
+    /// A first manifest could not be written from a node.
+    #[error(transparent)]
+    Init(#[from] crate::init::InitError),
+    /// The output file exists and `--force` was not given.
+    #[error("Failed to write `{}`: it exists (give `--force` to replace it)", path.display())]
+    OutputExists {
+        /// e.g. `node0.yaml`.
+        path: std::path::PathBuf,
+    },
     /// A node could not be worked on.
     #[error(transparent)]
     Exec(#[from] crate::exec::ExecError),
@@ -209,6 +220,7 @@ impl CommandError {
             | Self::Inventory(_)
             | Self::Refused(_)
             | Self::NoVerify { .. }
+            | Self::OutputExists { .. }
             | Self::Abi(
                 crate::abi::AbiError::NotAnEnvironment { .. }
                 | crate::abi::AbiError::Read { .. }
@@ -230,6 +242,7 @@ impl CommandError {
             | Self::Live(_)
             | Self::Exec(_)
             | Self::Locked(_)
+            | Self::Init(_)
             | Self::Hashes(HashesError::Io { .. })
             | Self::Runtime(_)
             | Self::Output(_) => ExitStatus::Failure,
@@ -258,6 +271,8 @@ fn live_options(
     }))
 }
 
+pub use completion::long_version;
+
 /// A runtime for the verbs that talk to nodes or indexes.
 fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
     tokio::runtime::Builder::new_multi_thread()
@@ -272,6 +287,10 @@ pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> 
         Command::Validate(args) => validate::run(&args, printer),
         Command::Diff(args) => diff::run(&args, printer),
         Command::Index(command) => index::run(command, printer),
+        Command::Init(args) => init::run(&args, printer),
+        Command::Completion(args) => completion::completion(args.shell, printer),
+        Command::Man => completion::man(printer),
+        Command::Schema => completion::schema(printer),
         Command::Probe(args) => probe::run(&args, printer),
         Command::Lock(args) => lock::run(&args, printer),
         Command::Plan(args) => plan::run(&args, printer),

@@ -52,8 +52,8 @@ pub use python::{
 pub use sections::{Section, SectionStatus, Sections};
 pub use system::{DiskSpace, Kernel, OsRelease, parse_disk, parse_os_release, parse_uname};
 pub use toolkit::{
-    Toolkit, ToolkitFacts, ToolkitPackage, ToolkitVersionSource, parse_nvcc_version,
-    parse_toolkit_packages, parse_version_json, parse_version_txt,
+    PackageManager, Toolkit, ToolkitFacts, ToolkitPackage, ToolkitVersionSource,
+    parse_nvcc_version, parse_toolkit_packages, parse_version_json, parse_version_txt,
 };
 pub use torch::{
     TorchBuild, TorchVariant, TorchVariantSource, parse_torch_version_py, torch_build,

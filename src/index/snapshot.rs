@@ -17,6 +17,18 @@ pub const EMBEDDED_SNAPSHOT_FILE: &str = "manifests/snapshots/sglang-0.5.9-cu130
 const EMBEDDED_SNAPSHOT_JSON: &str =
     include_str!("../../manifests/snapshots/sglang-0.5.9-cu130.json");
 
+/// The embedded snapshot's date and the SHA-256 of its bytes in hex, e.g.
+/// `("2026-12-02", "9c1e…")`; the date is `unknown` when the file has none.
+pub fn embedded_identity() -> (String, String) {
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(EMBEDDED_SNAPSHOT_JSON.as_bytes()));
+    let recorded = serde_json::from_str::<serde_json::Value>(EMBEDDED_SNAPSHOT_JSON)
+        .ok()
+        .and_then(|value| value.get("recorded")?.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string());
+    (recorded, digest)
+}
+
 /// The only snapshot schema this build reads.
 pub const SNAPSHOT_SCHEMA: u32 = 1;
 

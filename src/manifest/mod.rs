@@ -17,4 +17,8 @@ pub use load::{
     parse_duration, read_text,
 };
 pub use model::*;
+/// The manifest's JSON Schema (draft 2020-12), `manifests/schema.json`: structure only;
+/// the loader checks more (specifiers, references, paths) and names lines.
+pub const JSON_SCHEMA: &str = include_str!("../../manifests/schema.json");
+
 pub use redact::{MASK, has_credentials, redact_text, redact_url};

@@ -14,7 +14,7 @@ use super::runtime::specifiers_text;
 
 /// The rule file, as embedded in the binary.
 pub const ABI_PINS_FILE: &str = "manifests/rules/abi-pins.yaml";
-const ABI_PINS_YAML: &str = include_str!("../../manifests/rules/abi-pins.yaml");
+pub(super) const ABI_PINS_YAML: &str = include_str!("../../manifests/rules/abi-pins.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -9,7 +9,7 @@ use crate::cuda::{CudaVersion, GpuArch};
 
 /// The rule file, as embedded in the binary.
 pub const CUDA_ARCH_FILE: &str = "manifests/rules/cuda-arch.yaml";
-const CUDA_ARCH_YAML: &str = include_str!("../../manifests/rules/cuda-arch.yaml");
+pub(super) const CUDA_ARCH_YAML: &str = include_str!("../../manifests/rules/cuda-arch.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -7,7 +7,7 @@ use crate::cuda::{CudaVersion, DriverVersion};
 
 /// The rule file, as embedded in the binary.
 pub const CUDA_DRIVER_FILE: &str = "manifests/rules/cuda-driver.yaml";
-const CUDA_DRIVER_YAML: &str = include_str!("../../manifests/rules/cuda-driver.yaml");
+pub(super) const CUDA_DRIVER_YAML: &str = include_str!("../../manifests/rules/cuda-driver.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

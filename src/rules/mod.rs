@@ -51,3 +51,24 @@ impl RuleSet {
         })
     }
 }
+
+/// The SHA-256 of the rule files shipped in the binary, in hex, e.g. `3f1c…`: each
+/// file's name and bytes in a fixed order, so `upgrade --version` names the rules every
+/// result depends on.
+pub fn embedded_digest() -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for (name, text) in [
+        ("abi-pins.yaml", abi::ABI_PINS_YAML),
+        ("cuda-arch.yaml", arch::CUDA_ARCH_YAML),
+        ("cuda-driver.yaml", driver::CUDA_DRIVER_YAML),
+        ("cuda-runtime.yaml", runtime::CUDA_RUNTIME_YAML),
+        ("cuda-updates.yaml", updates::CUDA_UPDATES_YAML),
+    ] {
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update(text.as_bytes());
+        hasher.update([0]);
+    }
+    hex::encode(hasher.finalize())
+}

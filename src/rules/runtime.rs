@@ -12,7 +12,7 @@ use crate::cuda::DriverVersion;
 
 /// The rule file, as embedded in the binary.
 pub const CUDA_RUNTIME_FILE: &str = "manifests/rules/cuda-runtime.yaml";
-const CUDA_RUNTIME_YAML: &str = include_str!("../../manifests/rules/cuda-runtime.yaml");
+pub(super) const CUDA_RUNTIME_YAML: &str = include_str!("../../manifests/rules/cuda-runtime.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

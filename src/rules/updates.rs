@@ -11,7 +11,7 @@ use crate::cuda::CudaVersion;
 
 /// The rule file, as embedded in the binary.
 pub const CUDA_UPDATES_FILE: &str = "manifests/rules/cuda-updates.yaml";
-const CUDA_UPDATES_YAML: &str = include_str!("../../manifests/rules/cuda-updates.yaml");
+pub(super) const CUDA_UPDATES_YAML: &str = include_str!("../../manifests/rules/cuda-updates.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,6 +1,10 @@
 //! Names of the environment variables the tool reads, as constants, and the one
 //! function that reads them.
 //!
+//! The `UPGRADE_*` variables stand for flags a fleet operator gives every time; clap
+//! reads them (`#[arg(env = …)]` names these constants), and a flag on the command
+//! line wins.
+//!
 //! Variables that only child processes read (pip reads `PIP_CONFIG_FILE` itself) are
 //! not listed here: the tool never interprets them.
 
@@ -23,6 +27,17 @@ pub const USER: &str = "USER";
 
 /// The login name where `USER` is unset (some cron and CI environments).
 pub const LOGNAME: &str = "LOGNAME";
+
+/// The `ssh_config` file for every verb that reaches hosts (`--ssh-config`), e.g.
+/// `/etc/cuda-upgrade/ssh_config`.
+pub const UPGRADE_SSH_CONFIG: &str = "UPGRADE_SSH_CONFIG";
+
+/// The index snapshot for every verb that resolves offline (`--snapshot`), e.g.
+/// `/srv/cuda-upgrade/snapshot.json`.
+pub const UPGRADE_SNAPSHOT: &str = "UPGRADE_SNAPSHOT";
+
+/// The cache of index responses (`--cache-dir`), e.g. `/var/cache/cuda-upgrade`.
+pub const UPGRADE_CACHE_DIR: &str = "UPGRADE_CACHE_DIR";
 
 /// The value of an environment variable, `None` when unset, empty or not UTF-8.
 pub fn var(name: &str) -> Option<String> {
