@@ -425,8 +425,7 @@ json.dump(facts, sys.stdout, sort_keys=True)
 sys.stdout.write("\n")
 PYTHON
 }
-# The slow queries start first and run while the rest is read: the GPUs and, further
-# down, the interpreter.
+# The slow queries start first and run while the rest is read; their sections come last.
 gpu_fields=index,name,driver_version,compute_cap,memory.total,memory.used,uuid
 if have nvidia-smi; then
     background gpus bounded nvidia-smi --query-gpu="$gpu_fields" --format=csv,noheader,nounits
@@ -438,39 +437,6 @@ case "$python" in
 esac
 if [ -n "$python" ] && [ -x "$python" ]; then
     background python python_facts
-fi
-
-# GPUs and the processes that hold them.
-if have nvidia-smi; then
-    collect 256 gpus nvidia-smi-gpus ""
-    if [ "$status" != 0 ]; then
-        # Drivers before compute_cap was queryable still answer the rest.
-        emit 256 nvidia-smi-gpus-without-capability "" -- bounded nvidia-smi \
-            --query-gpu=index,name,driver_version,memory.total,memory.used,uuid \
-            --format=csv,noheader,nounits
-    fi
-    if [ "$scope" = full ]; then
-        emit 1024 nvidia-smi-compute-apps "" -- bounded nvidia-smi \
-            --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv
-    fi
-else
-    absent nvidia-smi-gpus ""
-    absent nvidia-smi-compute-apps ""
-fi
-
-# The kernel driver's version.
-if [ -n "$driver_version_file" ]; then
-    if [ -r "$driver_version_file" ]; then
-        emit_file 20 driver "$driver_version_file" "$driver_version_file"
-    else
-        absent driver "$driver_version_file"
-    fi
-elif [ -r /proc/driver/nvidia/version ]; then
-    emit_file 20 driver /proc/driver/nvidia/version /proc/driver/nvidia/version
-elif [ -r /sys/module/nvidia/version ]; then
-    emit_file 20 driver /sys/module/nvidia/version /sys/module/nvidia/version
-else
-    absent driver ""
 fi
 
 # Installed toolkits: every /usr/local/cuda* entry and what it resolves to.
@@ -495,21 +461,29 @@ emit 64 toolkits "" -- toolkit_links
 toolkit_series() {
     basename -- "$1" | sed -n 's/^cuda-\([0-9][0-9]*\)\.\([0-9][0-9]*\)$/\1-\2/p'
 }
-# The packages whose file list names PREFIX, as `dpkg-query -S PREFIX` answers (a pattern
-# starting with `/` matches the path exactly): read from dpkg's own file lists
-# (`info/NAME[:ARCH].list`, one path a line) where they are, which costs a fraction of
-# dpkg-query's read of the whole database.
+# The packages of PREFIX's line (the names `toolkit_dpkg_packages` lists, e.g.
+# cuda-nvcc-13-0 or libcublas-13-0:amd64) whose file list names PREFIX, as `dpkg-query -S
+# PREFIX` would answer for them (a pattern starting with `/` matches the path exactly):
+# read from those packages' own file lists (`info/NAME[:ARCH].list`, one path a line),
+# every package's where PREFIX names no line; dpkg-query where there are no lists.
 # See: https://man7.org/linux/man-pages/man1/dpkg-query.1.html ("--search")
 toolkit_dpkg_owners() {
     if [ -d /var/lib/dpkg/info ]; then
-        grep -lxF -- "$1" /var/lib/dpkg/info/*.list 2>/dev/null |
-            sed -n 's|^.*/||; s|\.list$||p'
+        toolkit_series=$(toolkit_series "$1")
+        toolkit_prefix=$1
+        info=/var/lib/dpkg/info
+        if [ -n "$toolkit_series" ]; then
+            set -- "$info"/cuda-*-"$toolkit_series".list "$info"/cuda-*-"$toolkit_series":*.list \
+                "$info"/cuda-"$toolkit_series".list "$info"/cuda-"$toolkit_series":*.list \
+                "$info"/cuda-*-"$toolkit_series"-*.list \
+                "$info"/lib*-"$toolkit_series".list "$info"/lib*-"$toolkit_series":*.list
+        else
+            set -- "$info"/*.list
+        fi
+        grep -lxF -- "$toolkit_prefix" "$@" 2>/dev/null | sed -n 's|^.*/||; s|\.list$||p'
     else
         dpkg-query -S -- "$1" 2>/dev/null | sed -n '/^diversion/d; s/: .*$//p' | tr ',' '\n'
-    fi | while IFS= read -r owner; do
-        owner=$(printf '%s' "$owner" | tr -d ' ')
-        [ -n "$owner" ] && printf 'owner\t%s\n' "$owner"
-    done
+    fi | awk '{ gsub(/ /, "") } $0 != "" { print "owner\t" $0 }'
     return 0
 }
 toolkit_dpkg_packages() {
@@ -602,15 +576,6 @@ toolkit_package_tools() {
     return 0
 }
 emit 10 toolkit-package-tools "" -- toolkit_package_tools
-
-if [ -n "$python" ] && [ -x "$python" ]; then
-    # The installed packages come from the interpreter's own report (each
-    # distribution's metadata and direct_url.json, what `pip freeze` reads, without
-    # pip's half-second start).
-    collect 10 python python "$python"
-else
-    absent python "$python"
-fi
 
 # resolve FILE...: `FILE\tREAL` for each FILE, REAL as `readlink -f` prints it (empty when
 # it cannot): one `readlink` for all of them where it takes several operands and
@@ -773,5 +738,49 @@ journal_tail() {
     tail -n 1 -- /var/lib/cuda-upgrade/journal.jsonl
 }
 emit 1 journal-tail "" -- journal_tail
+
+# What the background queries found, collected last so that the reading above hides
+# their time.
+if [ -n "$python" ] && [ -x "$python" ]; then
+    # The installed packages come from the interpreter's own report (each
+    # distribution's metadata and direct_url.json, what `pip freeze` reads, without
+    # pip's half-second start).
+    collect 10 python python "$python"
+else
+    absent python "$python"
+fi
+
+# GPUs and the processes that hold them.
+if have nvidia-smi; then
+    collect 256 gpus nvidia-smi-gpus ""
+    if [ "$status" != 0 ]; then
+        # Drivers before compute_cap was queryable still answer the rest.
+        emit 256 nvidia-smi-gpus-without-capability "" -- bounded nvidia-smi \
+            --query-gpu=index,name,driver_version,memory.total,memory.used,uuid \
+            --format=csv,noheader,nounits
+    fi
+    if [ "$scope" = full ]; then
+        emit 1024 nvidia-smi-compute-apps "" -- bounded nvidia-smi \
+            --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv
+    fi
+else
+    absent nvidia-smi-gpus ""
+    absent nvidia-smi-compute-apps ""
+fi
+
+# The kernel driver's version.
+if [ -n "$driver_version_file" ]; then
+    if [ -r "$driver_version_file" ]; then
+        emit_file 20 driver "$driver_version_file" "$driver_version_file"
+    else
+        absent driver "$driver_version_file"
+    fi
+elif [ -r /proc/driver/nvidia/version ]; then
+    emit_file 20 driver /proc/driver/nvidia/version /proc/driver/nvidia/version
+elif [ -r /sys/module/nvidia/version ]; then
+    emit_file 20 driver /sys/module/nvidia/version /sys/module/nvidia/version
+else
+    absent driver ""
+fi
 
 exit 0
