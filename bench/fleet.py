@@ -2,6 +2,7 @@
 """Fleet benchmark: `upgrade apply` against `ansible-playbook` on testbed nodes.
 
     bench/fleet.py [--nodes 1,4,8,16] [--runs 3] [--upgrade target/release/upgrade]
+                   [--contenders upgrade,ansible]
 
 (root: the testbed's namespaces). For each fleet size it brings up fresh `cuda12.8`
 testbeds (tests/testbed/up) and times, alternating which contender goes first:
@@ -524,8 +525,11 @@ def main_bench(arguments):
     upgrade = Path(arguments.upgrade).resolve()
     if not upgrade.exists():
         sys.exit(f"{upgrade} is missing: cargo build --release")
-    playbook_binary = ansible_playbook_binary(arguments.ansible_playbook)
-    ansible_version = run([playbook_binary, "--version"]).stdout.split("[core ")[1].split("]")[0]
+    contenders = arguments.contenders
+    playbook_binary, ansible_version = None, "not run"
+    if "ansible" in contenders:
+        playbook_binary = ansible_playbook_binary(arguments.ansible_playbook)
+        ansible_version = run([playbook_binary, "--version"]).stdout.split("[core ")[1].split("]")[0]
     upgrade_version = run([upgrade, "--version"], check=False).stdout.strip() or "upgrade"
     use_inventory = supports_inventory(upgrade)
     info = machine()
@@ -540,6 +544,7 @@ def main_bench(arguments):
         runs[size] = []
         for repetition in range(arguments.runs):
             order = ["upgrade", "ansible"] if repetition % 2 == 0 else ["ansible", "upgrade"]
+            order = [contender for contender in order if contender in contenders]
             entry = {}
             for contender in order:
                 if time.monotonic() > deadline:
@@ -592,6 +597,8 @@ def main():
     parser.add_argument("--runs", type=int, default=3, help="runs per size and contender")
     parser.add_argument("--upgrade", default=str(ROOT / "target" / "release" / "upgrade"))
     parser.add_argument("--ansible-playbook", help="an ansible-playbook to use instead of installing one")
+    parser.add_argument("--contenders", type=lambda text: text.split(","), default=["upgrade", "ansible"],
+                        help="who runs, e.g. `upgrade` alone for its no-op against `ssh true`")
     parser.add_argument("--results", default=str(ROOT / "bench" / "RESULTS.md"))
     parser.add_argument("--work", help="a directory for testbeds and logs (default: a new one in /tmp)")
     parser.add_argument("--max-minutes", type=float, default=120,

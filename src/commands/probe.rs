@@ -51,11 +51,16 @@ pub fn run(args: &ProbeArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     let selection = node::selection(&args.node, &args.ssh);
     let (facts, abi_findings) = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;
-        let facts = exec::gather_facts(&transport, &request).await?;
-        // The ABI check reads the environment's shared objects: a second round trip,
-        // only when the interpreter answered.
+        // The ABI check reads the environment's shared objects: a second round trip, run
+        // beside the probe, its findings kept only when the interpreter answered.
+        let interpreter = request.python.clone().unwrap_or_default();
+        let (facts, abi_findings) = tokio::join!(
+            exec::gather_facts(&transport, &request),
+            abi_findings(&transport, &interpreter)
+        );
+        let facts = facts?;
         let abi_findings = match &facts.python {
-            Some(python) => abi_findings(&transport, &python.executable).await,
+            Some(_) => abi_findings,
             None => Vec::new(),
         };
         Ok::<_, CommandError>((facts, abi_findings))

@@ -31,7 +31,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use crate::exec;
-use crate::facts::{NodeFacts, ProbeRequest};
+use crate::facts::{NodeFacts, ProbeRequest, ProbeScope};
 use crate::index::hashes::RecordedHashes;
 use crate::index::{Snapshot, Universe, pip_config};
 use crate::manifest::{self, Manifest};
@@ -125,7 +125,7 @@ pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {
     })
 }
 
-/// The probe request a manifest implies.
+/// The probe request a manifest implies: what its plan reads ([`ProbeScope::Plan`]).
 pub fn probe_request(manifest: &Manifest) -> ProbeRequest {
     let libraries = manifest
         .ldconfig
@@ -133,6 +133,7 @@ pub fn probe_request(manifest: &Manifest) -> ProbeRequest {
         .map(|ldconfig| ldconfig.expect.clone())
         .unwrap_or_default();
     let mut request = ProbeRequest::new(&manifest.target.python, libraries);
+    request.scope = ProbeScope::Plan;
     request.paths = manifest
         .ldconfig
         .as_ref()

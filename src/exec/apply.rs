@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::facts::ProbeRequest;
+use crate::facts::{ProbeRequest, ProbeScope};
 use crate::managed_block;
 use crate::manifest::redact_text;
 use crate::steps::{Operation, Placement, Step, Verification};
@@ -209,6 +209,7 @@ pub async fn verify(
                 python: None,
                 libraries: sonames.clone(),
                 paths: directories.clone(),
+                scope: ProbeScope::Plan,
                 ..ProbeRequest::default()
             };
             let facts = gather_facts(transport, &request).await?;
@@ -321,7 +322,11 @@ pub async fn verify(
         Verification::ToolkitVersion { prefix, version } => {
             // Identified as the plan identifies it (version.json, the apt meta package,
             // a unique nvcc build): the probe, without an interpreter.
-            let facts = gather_facts(transport, &ProbeRequest::default()).await?;
+            let request = ProbeRequest {
+                scope: ProbeScope::Plan,
+                ..ProbeRequest::default()
+            };
+            let facts = gather_facts(transport, &request).await?;
             Ok(crate::steps::toolkit::verify(&facts, prefix, version)
                 .err()
                 .map(|detail| StepFailure {

@@ -41,10 +41,9 @@ pub use nvidia_smi::{
     parse_compute_apps, parse_gpus,
 };
 pub use pip::{
-    InstalledPackage, PackageOrigin, PackagesSource, editable_path, find_package, package_name,
-    package_version, parse_pip_freeze,
+    InstalledPackage, PackageOrigin, PackagesSource, editable_path, find_package, parse_pip_freeze,
 };
-pub use probe::{DEFAULT_MARKER, PROBE_SCRIPT, ProbeRequest};
+pub use probe::{DEFAULT_MARKER, PROBE_SCRIPT, ProbeRequest, ProbeScope};
 pub use python::{
     Distribution, InterpreterReport, ManagedBlock, PythonFacts, SitecustomizeFacts, TagsSource,
     TorchFiles, managed_block, parse_python_report,
@@ -58,7 +57,9 @@ pub use toolkit::{
 pub use torch::{
     TorchBuild, TorchVariant, TorchVariantSource, parse_torch_version_py, torch_build,
 };
-pub use versions::{ComputeCapability, CudaVersion, DriverVersion, GlibcVersion};
+pub use versions::{
+    ComputeCapability, CudaVersion, DriverVersion, GlibcVersion, package_name, package_version,
+};
 
 /// The schema of [`NodeFacts`]' JSON that this build writes and reads.
 pub const FACTS_SCHEMA: u32 = 1;

@@ -6,7 +6,6 @@
 //! See: <https://pip.pypa.io/en/stable/cli/pip_freeze/>
 
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use pep440_rs::Version;
 use pep508_rs::PackageName;
@@ -14,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::facts::error::FactsError;
 use crate::facts::python::Distribution;
+use crate::facts::versions::{package_name, package_version};
 
 /// How a package got into the environment, as `pip freeze` tells it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,24 +55,6 @@ pub enum PackagesSource {
     /// `importlib.metadata.distributions()` and each one's `direct_url.json`: what the
     /// probe reads now (a saved `pip freeze` still reads as [`Self::PipFreeze`]).
     ImportlibMetadata,
-}
-
-/// Normalizes a name per PEP 503, e.g. `Jinja2` → `jinja2`, `ml_dtypes` → `ml-dtypes`.
-///
-/// See: <https://packaging.python.org/en/latest/specifications/name-normalization/>
-pub fn package_name(value: &str) -> Result<PackageName, FactsError> {
-    PackageName::new(value.trim().to_string()).map_err(|source| FactsError::InvalidPackageName {
-        value: value.trim().to_string(),
-        source,
-    })
-}
-
-/// Parses a PEP 440 version, e.g. `2.11.0` or `2.9.1+cu130`.
-pub fn package_version(value: &str) -> Result<Version, FactsError> {
-    Version::from_str(value.trim()).map_err(|source| FactsError::InvalidPackageVersion {
-        value: value.trim().to_string(),
-        source,
-    })
 }
 
 /// Reads the name behind an editable location: `#egg=NAME` in a VCS URL.

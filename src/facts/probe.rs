@@ -15,6 +15,35 @@ pub const PROBE_SCRIPT: &str = include_str!("probe.sh");
 /// `# <<< cuda-upgrade managed block <<<`.
 pub const DEFAULT_MARKER: &str = "cuda-upgrade managed block";
 
+/// How much the probe gathers, e.g. `plan` for an apply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProbeScope {
+    /// Everything `upgrade probe` shows, the processes holding each GPU and the wheel
+    /// tags of the interpreter's own `packaging` included.
+    #[default]
+    Full,
+    /// What a plan reads: no GPU processes (a verification launch checks its GPUs right
+    /// before it starts) and the interpreter's wheel tags from the probe's own
+    /// computation (the resolver computes its own).
+    Plan,
+}
+
+impl ProbeScope {
+    /// Whether this is [`ProbeScope::Full`], the default left out of the facts' JSON.
+    pub fn is_full(&self) -> bool {
+        *self == Self::Full
+    }
+
+    /// The script's word for it, e.g. `plan`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Plan => "plan",
+        }
+    }
+}
+
 /// What to probe, e.g. interpreter `/opt/ml-env/bin/python3` expecting `libnvrtc.so.13`.
 /// The probe echoes it back, so parsed facts carry it too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +65,9 @@ pub struct ProbeRequest {
     /// A file to read the driver version from instead of `/proc/driver/nvidia/version`,
     /// e.g. a testbed's `/opt/testbed/driver-version`.
     pub driver_version_file: Option<PathBuf>,
+    /// How much to gather; [`ProbeScope::Full`] when the JSON has no `scope`.
+    #[serde(default, skip_serializing_if = "ProbeScope::is_full")]
+    pub scope: ProbeScope,
 }
 
 impl ProbeRequest {
@@ -48,6 +80,7 @@ impl ProbeRequest {
             secrets_dir: None,
             marker: DEFAULT_MARKER.to_string(),
             driver_version_file: None,
+            scope: ProbeScope::Full,
         }
     }
 
@@ -78,6 +111,10 @@ impl ProbeRequest {
             arguments.push("--driver-version-file".to_string());
             arguments.push(file.to_string_lossy().into_owned());
         }
+        if !self.scope.is_full() {
+            arguments.push("--scope".to_string());
+            arguments.push(self.scope.as_str().to_string());
+        }
         arguments
     }
 
@@ -99,6 +136,7 @@ impl Default for ProbeRequest {
             secrets_dir: None,
             marker: DEFAULT_MARKER.to_string(),
             driver_version_file: None,
+            scope: ProbeScope::Full,
         }
     }
 }
@@ -121,6 +159,7 @@ pub(crate) fn parse_arguments(text: &str) -> ProbeRequest {
             "driver-version-file" if !value.is_empty() => {
                 request.driver_version_file = Some(PathBuf::from(value));
             }
+            "scope" if value == "plan" => request.scope = ProbeScope::Plan,
             _ => {}
         }
     }
@@ -155,6 +194,21 @@ mod tests {
                 "/opt/testbed/driver-version",
             ]
         );
+    }
+
+    #[test]
+    fn a_plan_scope_is_one_more_argument_and_reads_back() {
+        let mut request = ProbeRequest::new("/opt/ml-env/bin/python3", Vec::new());
+        request.scope = ProbeScope::Plan;
+        let arguments = request.arguments();
+        assert_eq!(arguments[arguments.len() - 2..], ["--scope", "plan"]);
+        let read = parse_arguments(
+            "python\t/opt/ml-env/bin/python3\nmarker\tcuda-upgrade managed block\nscope\tplan\n",
+        );
+        assert_eq!(read, request);
+        // The default scope stays out of the facts' JSON, so older facts read the same.
+        let json = serde_json::to_value(ProbeRequest::default()).unwrap();
+        assert!(json.get("scope").is_none());
     }
 
     #[test]

@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::facts::error::FactsError;
-use crate::facts::pip::package_version;
-use crate::facts::versions::GlibcVersion;
+use crate::facts::versions::{GlibcVersion, package_version};
 
 /// Who computed [`PythonFacts::tags`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -372,6 +372,7 @@ fn real_probe_reports_a_missing_interpreter_and_shell_metacharacters_stay_data()
         secrets_dir: Some(PathBuf::from("/nonexistent/'secrets'")),
         marker: "a `marker` $HOME".to_string(),
         driver_version_file: Some(PathBuf::from("/nonexistent/driver-version")),
+        scope: ProbeScope::Plan,
     };
     let facts = NodeFacts::parse(&run_probe(&request)).unwrap();
     assert_eq!(facts.probe, request);

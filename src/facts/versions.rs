@@ -3,7 +3,8 @@
 //! that a driver version (`580.159.04`) can never be compared with a CUDA version
 //! (`13.0`). This module parses and orders them; which driver a CUDA version needs is
 //! a rule and lives elsewhere. Driver and CUDA versions are the crate-wide types of
-//! `crate::cuda`, re-exported here.
+//! `crate::cuda`, re-exported here. It also reads a Python package's name and version
+//! (PEP 503, PEP 440), which the interpreter's report and `pip freeze` both hold.
 
 use std::fmt;
 use std::hash::Hash;
@@ -14,6 +15,9 @@ use crate::cuda::serde_via_string;
 pub use crate::cuda::{CudaVersion, DriverVersion};
 
 use crate::facts::error::FactsError;
+
+use pep440_rs::Version;
+use pep508_rs::PackageName;
 
 /// Parses dot-separated unsigned numbers, e.g. `580.159.04` → `[580, 159, 4]`.
 fn numeric_components(value: &str) -> Option<Vec<u32>> {
@@ -133,6 +137,24 @@ impl fmt::Display for GlibcVersion {
 }
 
 serde_via_string!(GlibcVersion);
+
+/// Normalizes a name per PEP 503, e.g. `Jinja2` → `jinja2`, `ml_dtypes` → `ml-dtypes`.
+///
+/// See: <https://packaging.python.org/en/latest/specifications/name-normalization/>
+pub fn package_name(value: &str) -> Result<PackageName, FactsError> {
+    PackageName::new(value.trim().to_string()).map_err(|source| FactsError::InvalidPackageName {
+        value: value.trim().to_string(),
+        source,
+    })
+}
+
+/// Parses a PEP 440 version, e.g. `2.11.0` or `2.9.1+cu130`.
+pub fn package_version(value: &str) -> Result<Version, FactsError> {
+    Version::from_str(value.trim()).map_err(|source| FactsError::InvalidPackageVersion {
+        value: value.trim().to_string(),
+        source,
+    })
+}
 
 #[cfg(test)]
 mod tests {
