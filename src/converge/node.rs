@@ -150,7 +150,7 @@ pub async fn converge_node(
     converge_probed(transport, prepared, facts, started, options, reporter).await
 }
 
-/// [`converge_node`] once the node's facts are known (a fleet probes every node first),
+/// [`converge_node`] once the node's facts are known (a fleet probes a node, then converges it),
 /// `started` when its probe began.
 pub async fn converge_probed(
     transport: &Transport,
