@@ -196,7 +196,8 @@ pub struct FleetArgs {
     /// `node*`, `gpu:!node7`, `gpu:&rack1`, `~node[0-3]$`.
     #[arg(long, value_name = "PATTERN", requires = "inventory")]
     pub limit: Option<String>,
-    /// How many nodes are worked on at once (every node is probed at once first).
+    /// How many nodes are worked on at once (each node is probed as soon as it is
+    /// reached and converged right after, waiting for no other node).
     #[arg(long, value_name = "N", default_value_t = crate::fleet::DEFAULT_PARALLEL, value_parser = parse_parallel)]
     pub parallel: usize,
 }
