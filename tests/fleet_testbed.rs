@@ -328,6 +328,13 @@ fn each_failure_among_eight_nodes_is_named_and_the_others_converge_without_waiti
             .unwrap();
     let node5 = node(&report, "node5");
     assert_eq!(node5["result"], "failed", "{node5:#}");
+    assert!(
+        node5["cause"]
+            .as_str()
+            .unwrap()
+            .starts_with("the probe got no answer within"),
+        "{node5:#}"
+    );
     let hung_for = node5["seconds"].as_f64().unwrap();
     assert!(hung_for >= f64::from(bound) - 1.0, "{node5:#}");
     for index in 0..5 {

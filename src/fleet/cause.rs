@@ -5,8 +5,10 @@
 
 use crate::converge::ConvergeError;
 use crate::error_chain::error_chain;
+use crate::exec::ExecError;
 use crate::exec::launch::LaunchOutcome;
 use crate::resolve::{ConflictReport, ResolveError};
+use crate::transport::TransportError;
 
 /// How many of a conflict's facts the one-line cause keeps.
 const CAUSE_FACTS: usize = 4;
@@ -33,6 +35,21 @@ pub fn of_error(error: &(dyn std::error::Error + 'static)) -> (String, String) {
         );
     }
     (cause, chain)
+}
+
+/// As [`of_error`] for an error of the node's probe: a probe that ran past its bound
+/// reads as such, e.g. `the probe got no answer within 230 s: …`.
+pub fn of_probe_error(error: &ConvergeError) -> (String, String) {
+    let (cause, chain) = of_error(error);
+    match error {
+        ConvergeError::Exec(ExecError::Transport(TransportError::Timeout { seconds, .. })) => (
+            format!(
+                "the probe got no answer within {seconds} s: a command on the node never returned (the log names it)"
+            ),
+            chain,
+        ),
+        _ => (cause, chain),
+    }
 }
 
 /// The conflict report behind an error, when the manifest could not be resolved.
@@ -164,6 +181,21 @@ mod tests {
             conflict_line(&report(&["a (1)", "b", "c", "d", "e"])),
             "a; b; c; d; …"
         );
+    }
+
+    #[test]
+    fn a_probe_past_its_bound_reads_as_such() {
+        let error = ConvergeError::Exec(ExecError::Transport(TransportError::Timeout {
+            host: "node5".into(),
+            command: "sh -s -- --python /opt/ml-env/bin/python3".into(),
+            seconds: 230,
+        }));
+        let (cause, detail) = of_probe_error(&error);
+        assert!(
+            cause.starts_with("the probe got no answer within 230 s"),
+            "{cause}"
+        );
+        assert!(detail.contains("sh -s -- --python"), "{detail}");
     }
 
     #[test]

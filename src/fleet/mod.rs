@@ -9,10 +9,13 @@
 //! failed, no further node starts and the rest are reported as skipped. The result is
 //! one typed outcome a node, in inventory order.
 
+mod batches;
 mod cause;
 mod threshold;
 
 pub use threshold::Threshold;
+
+use batches::Batches;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,7 +24,7 @@ use std::time::Instant;
 
 use futures_util::future::join_all;
 use serde::Serialize;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::Semaphore;
 
 use crate::converge::{self, ApplyOptions, ConvergeError, NodeOutcome, Prepared, StepRecord};
 use crate::exec::launch::LaunchOutcome;
@@ -284,6 +287,10 @@ async fn probe(
         },
         Err(error) => {
             let mut node = ended(host, result_of(&error), &error, started);
+            (node.cause, node.detail) = {
+                let (cause, detail) = cause::of_probe_error(&error);
+                (Some(cause), Some(detail))
+            };
             node.round_trips = transport.round_trips();
             Probed::Ended(Box::new(node))
         }
@@ -292,12 +299,7 @@ async fn probe(
 
 /// Where a node's run meets the others: the batches, the failure count and the slots.
 struct Shared<'a> {
-    /// Nodes per batch.
-    batch_size: usize,
-    /// Per batch, the nodes not yet ended.
-    remaining: Vec<AtomicUsize>,
-    /// How many batches have ended, in order (a batch starts once the one before ended).
-    batches_done: watch::Sender<usize>,
+    batches: Batches,
     /// Failed nodes so far.
     failed: AtomicUsize,
     /// Failed nodes tolerated; `None`: no limit.
@@ -311,33 +313,14 @@ struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    /// `node` (the `index`th target) ended: count it, and end its batch when it was the
-    /// last.
+    /// `node` (the `index`th target) ended: count it, show it, and end its batch when it
+    /// was the last.
     fn ended(&self, index: usize, node: &FleetNode) {
         if !node.ok && node.result != NodeResult::Skipped {
             self.failed.fetch_add(1, Ordering::SeqCst);
         }
         self.progress.finished(node);
-        if let Some(remaining) = self.remaining.get(index / self.batch_size) {
-            remaining.fetch_sub(1, Ordering::SeqCst);
-        }
-        self.batches_done.send_modify(|done| {
-            while self
-                .remaining
-                .get(*done)
-                .is_some_and(|remaining| remaining.load(Ordering::SeqCst) == 0)
-            {
-                *done += 1;
-            }
-        });
-    }
-
-    /// Wait until every batch before the `index`th target's has ended.
-    async fn batch_turn(&self, index: usize) {
-        let batch = index / self.batch_size;
-        let mut done = self.batches_done.subscribe();
-        // The sender lives as long as `self`: the wait ends only when the turn comes.
-        let _ = done.wait_for(|done| *done >= batch).await;
+        self.batches.ended(index);
     }
 }
 
@@ -363,7 +346,7 @@ async fn run_node(
             started,
         } => (transport, prepared, facts, started),
     };
-    shared.batch_turn(index).await;
+    shared.batches.turn(index).await;
     let host = transport.name();
     let _slot = shared.slots.acquire().await.ok();
     let failures = shared.failed.load(Ordering::SeqCst);
@@ -419,16 +402,9 @@ pub async fn converge_fleet(
     let holder = &options.apply.holder;
     let run = format!("{}-{}", holder.started, holder.pid);
     let total = targets.len();
-    let batch_size = options
-        .batch
-        .map_or(total, |threshold| threshold.of(total))
-        .max(1);
+    let batch_size = options.batch.map_or(total, |threshold| threshold.of(total));
     let shared = Shared {
-        batch_size,
-        remaining: (0..total.div_ceil(batch_size))
-            .map(|batch| AtomicUsize::new(batch_size.min(total - batch * batch_size)))
-            .collect(),
-        batches_done: watch::Sender::new(0),
+        batches: Batches::new(total, batch_size),
         failed: AtomicUsize::new(0),
         tolerated: options.max_fail.map(|threshold| threshold.of(total)),
         probes: Semaphore::new(PROBE_PARALLEL),
