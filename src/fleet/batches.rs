@@ -54,32 +54,32 @@ impl Batches {
         // The sender lives as long as `self`: the wait ends only when the turn comes.
         let _ = done.wait_for(|done| *done >= batch).await;
     }
-
-    /// How many batches have ended, in order.
-    pub fn done(&self) -> usize {
-        *self.done.borrow()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// How many batches have ended, in order.
+    fn done(batches: &Batches) -> usize {
+        *batches.done.borrow()
+    }
+
     #[test]
     fn batches_end_in_order_whoever_ends_first() {
         let batches = Batches::new(5, 2);
-        assert_eq!(batches.done(), 0);
+        assert_eq!(done(&batches), 0);
         // Node 2 (batch 1) ends first, e.g. unreachable: batch 0 is still running.
         batches.ended(2);
-        assert_eq!(batches.done(), 0);
+        assert_eq!(done(&batches), 0);
         batches.ended(0);
         batches.ended(1);
         // Batch 0 ended; batch 1 still has node 3.
-        assert_eq!(batches.done(), 1);
+        assert_eq!(done(&batches), 1);
         batches.ended(3);
-        assert_eq!(batches.done(), 2);
+        assert_eq!(done(&batches), 2);
         batches.ended(4);
-        assert_eq!(batches.done(), 3);
+        assert_eq!(done(&batches), 3);
     }
 
     #[test]
