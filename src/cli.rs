@@ -228,6 +228,12 @@ pub struct ApplyArgs {
     /// before taking it. Only when that apply is known to be gone.
     #[arg(long)]
     pub break_lock: bool,
+    /// Who downloads the locked files: `node` (each node from the indexes) or
+    /// `controller` (this machine, once per file, sending each node what it lacks;
+    /// nodes need no route to any index). With `-i`, a host's `cuda_upgrade_fetch`
+    /// variable overrides it.
+    #[arg(long, value_name = "controller|node", default_value_t = crate::steps::FetchMode::Node)]
+    pub fetch: crate::steps::FetchMode,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

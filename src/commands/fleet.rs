@@ -147,6 +147,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             context: &context,
             holder,
             break_lock: args.break_lock,
+            fetch: args.fetch,
         },
     };
     let display = FleetDisplay::new(

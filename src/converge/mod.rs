@@ -232,6 +232,7 @@ pub fn plan_for(
     lock: &Lock,
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
+    fetch: crate::steps::FetchMode,
 ) -> Result<NodePlan, ConvergeError> {
     let manifest_dir = prepared
         .path
@@ -247,6 +248,7 @@ pub fn plan_for(
         index_urls,
         env: &prepared.env,
         hash_command,
+        fetch,
     })?)
 }
 

@@ -30,6 +30,7 @@ use crate::converge::{self, ApplyOptions, ConvergeError, NodeOutcome, Prepared, 
 use crate::exec::launch::LaunchOutcome;
 use crate::exec::{ExecError, Reporter};
 use crate::facts::NodeFacts;
+use crate::steps::FetchMode;
 use crate::transport::{SshOptions, SshTransport, Transport};
 
 /// How many nodes are connected and probed at once.
@@ -264,6 +265,17 @@ async fn probe(
             return Probed::Ended(Box::new(ended(host, NodeResult::Refused, &error, started)));
         }
     };
+    if let Some(Err(reason)) = target
+        .vars
+        .get(FETCH_VARIABLE)
+        .map(|value| value.parse::<FetchMode>())
+    {
+        let error = FetchVariableError {
+            host: host.to_string(),
+            reason,
+        };
+        return Probed::Ended(Box::new(ended(host, NodeResult::Refused, &error, started)));
+    }
     progress.step(host, "connecting");
     let transport = match SshTransport::connect(host, &options.ssh).await {
         Ok(ssh) => Transport::Ssh(ssh),
@@ -372,15 +384,12 @@ async fn run_node(
         };
     }
     let reporter = NodeReporter { host, progress };
-    let result = converge::converge_probed(
-        &transport,
-        &prepared,
-        *facts,
-        started,
-        &options.apply,
-        &reporter,
-    )
-    .await;
+    let apply = ApplyOptions {
+        fetch: fetch_mode(target, options.apply.fetch),
+        ..options.apply.clone()
+    };
+    let result =
+        converge::converge_probed(&transport, &prepared, *facts, started, &apply, &reporter).await;
     match result {
         Ok(outcome) => from_outcome(outcome),
         Err(error) => {
@@ -389,6 +398,29 @@ async fn run_node(
             node
         }
     }
+}
+
+/// The host variable that chooses who downloads a node's locked files.
+pub const FETCH_VARIABLE: &str = "cuda_upgrade_fetch";
+
+/// A host's [`FETCH_VARIABLE`] names no fetch mode.
+#[derive(Debug, thiserror::Error)]
+#[error("Failed to read the variable `{FETCH_VARIABLE}` of `{host}`: {reason}")]
+pub struct FetchVariableError {
+    /// e.g. `node3`.
+    host: String,
+    /// e.g. `` `nightly` is not a fetch mode ``.
+    reason: String,
+}
+
+/// The host's fetch mode: its [`FETCH_VARIABLE`], else the run's `--fetch`. A value
+/// that names no mode refuses the host before it is reached (see [`probe`]).
+fn fetch_mode(target: &FleetTarget, default: FetchMode) -> FetchMode {
+    target
+        .vars
+        .get(FETCH_VARIABLE)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Converge every target (see the module's documentation).

@@ -88,6 +88,20 @@ pub async fn sha256_of(path: &Path) -> std::io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
+/// Where the cache keeps the file `name` of this digest.
+fn cache_path(name: &str, sha256: &Digest256, cache_dir: &Path) -> PathBuf {
+    cache_dir.join(format!("{}-{name}", &sha256.as_str()[..16]))
+}
+
+/// The verified copy of `name` in the cache, when there is one (no network).
+pub async fn cached(name: &str, sha256: &Digest256, cache_dir: &Path) -> Option<PathBuf> {
+    let path = cache_path(name, sha256, cache_dir);
+    let flight = in_flight(&path);
+    let _flight = flight.lock().await;
+    (path.is_file() && sha256_of(&path).await.ok().as_deref() == Some(sha256.as_str()))
+        .then_some(path)
+}
+
 /// Fetch `url` into `cache_dir` unless a verified copy is there; returns its path.
 pub async fn fetch(
     url: &str,
@@ -99,7 +113,18 @@ pub async fn fetch(
         .next()
         .filter(|name| !name.is_empty())
         .unwrap_or("download");
-    let final_path = cache_dir.join(format!("{}-{name}", &sha256.as_str()[..16]));
+    fetch_as(url, name, sha256, cache_dir).await
+}
+
+/// [`fetch`], kept in the cache under `name` (e.g. a wheel's file name, which its
+/// URL may spell percent-encoded).
+pub async fn fetch_as(
+    url: &str,
+    name: &str,
+    sha256: &Digest256,
+    cache_dir: &Path,
+) -> Result<PathBuf, DownloadError> {
+    let final_path = cache_path(name, sha256, cache_dir);
     // Nodes of a fleet fetch the same file at once: one download, the others wait for it
     // and find it verified in the cache.
     let flight = in_flight(&final_path);
