@@ -899,3 +899,194 @@ fn nodes_start_without_the_hosts_tool_state() {
     drop(planted);
     assert_eq!(seen.trim(), "end", "the node sees the host's files: {seen}");
 }
+
+/// `upgrade` with the controller's Python index at `index` (pip's configuration).
+fn upgrade_with_index(testbed: &Testbed, index: &str, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .env("PIP_INDEX_URL", index)
+        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
+        .output()
+        .unwrap()
+}
+
+/// See: issue 17, item 4: nodes whose network namespace has no route to the indexes
+/// (they are served on the controller's own loopback) converge with `--fetch
+/// controller`; each wheel waits on the node in the root-only staging directory; the
+/// journal records the run and rollback undoes it; a second apply is all no-op.
+#[test]
+fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
+    if skip("nodes_without_a_route_to_the_index_converge_when_the_controller_fetches") {
+        return;
+    }
+    let work = work_dir("fleet-fetch-controller");
+    let testbed = Testbed::up(&["cuda12.8", "cuda12.8"]).unwrap();
+    let repo = sglang_repository(&work);
+    for node in ["node0", "node1"] {
+        install_repository(&testbed, &repo, node);
+    }
+    // The same fixtures, served where only the controller reaches them.
+    let server = common::testbed::IndexServer::start().unwrap();
+    let bridged = testbed
+        .index("default")
+        .unwrap()
+        .trim_end_matches("default/simple/")
+        .to_string();
+    let local = format!("http://127.0.0.1:{}/", server.port);
+    let default_index = format!("{local}default/simple/");
+    let manifest = overlay(&testbed, &work, |text| text.replace(&bridged, &local));
+    let manifest_text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(
+        !manifest_text.contains(&bridged) && manifest_text.contains(&local),
+        "{manifest_text}"
+    );
+    for node in ["node0", "node1"] {
+        let reach = testbed
+            .ssh(
+                node,
+                &format!(
+                    "python3 -c \"import urllib.request; urllib.request.urlopen('{default_index}', timeout=5)\""
+                ),
+            )
+            .unwrap();
+        assert!(
+            !reach.success(),
+            "{node} reaches the index: {}",
+            reach.all()
+        );
+    }
+    let snapshot = manifest.with_extension("snapshot.json");
+    let output = upgrade_with_index(
+        &testbed,
+        &default_index,
+        &[
+            "index",
+            "snapshot",
+            manifest.to_str().unwrap(),
+            "-o",
+            snapshot.to_str().unwrap(),
+            "--python-version",
+            "3.11",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let before = restorable_state(&testbed, "node0");
+    let ssh_config = testbed.ssh_config().unwrap();
+    let apply = |inventory: &Path, run_dir: &str, extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            manifest.to_str().unwrap(),
+            "-i",
+            inventory.to_str().unwrap(),
+            "--ssh-config",
+            &ssh_config,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--no-verify",
+            "--format",
+            "json",
+            "--run-dir",
+        ];
+        let run_dir = work.join(run_dir);
+        args.push(run_dir.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let output = upgrade_with_index(&testbed, &default_index, &args);
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+        (output, report)
+    };
+    let plain = inventory(
+        &work,
+        "inventory.yml",
+        "all:\n  hosts:\n    node0:\n    node1:\n",
+    );
+    let (output, report) = apply(&plain, "run1", &["--fetch", "controller"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let run = report["run"].as_str().unwrap().to_string();
+    for host in ["node0", "node1"] {
+        assert_eq!(node(&report, host)["result"], "converged", "{report:#}");
+        let freeze = testbed.ssh_ok(host, "/opt/ml-env/bin/pip freeze").unwrap();
+        assert!(freeze.contains("torch==2.9.1+cu130"), "{host}: {freeze}");
+        let staged = testbed
+            .ssh_ok(
+                host,
+                "stat -c '%U %a' /var/tmp/cuda-upgrade/wheels; ls /var/tmp/cuda-upgrade/wheels",
+            )
+            .unwrap();
+        assert!(staged.starts_with("root 700\n"), "{host}: {staged}");
+        assert!(staged.contains("torch-2.9.1+cu130"), "{host}: {staged}");
+        let journal = testbed
+            .ssh_ok(host, "cat /var/lib/cuda-upgrade/journal.jsonl")
+            .unwrap();
+        assert!(journal.contains(&run), "{host}: {journal}");
+    }
+
+    // The host variable chooses the mode too; a converged node costs its probe only.
+    let by_variable = inventory(
+        &work,
+        "by-variable.yml",
+        "all:\n  vars:\n    cuda_upgrade_fetch: controller\n  hosts:\n    node0:\n    node1:\n",
+    );
+    let (output, report) = apply(&by_variable, "run2", &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    for node in report["nodes"].as_array().unwrap() {
+        assert_eq!(node["result"], "unchanged", "{node:#}");
+        assert_eq!(node["round_trips"], 1, "{node:#}");
+    }
+    let wrong = inventory(
+        &work,
+        "wrong.yml",
+        "all:\n  hosts:\n    node0:\n      cuda_upgrade_fetch: nightly\n",
+    );
+    let (output, report) = apply(&wrong, "run3", &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        node(&report, "node0")["cause"]
+            .to_string()
+            .contains("cuda_upgrade_fetch"),
+        "{report:#}"
+    );
+
+    // Rollback undoes the run's files; the earlier packages are reinstalled from the
+    // indexes, which these nodes cannot reach: the rollback says so and keeps them.
+    let output = upgrade_with_index(
+        &testbed,
+        &default_index,
+        &[
+            "rollback",
+            "-i",
+            plain.to_str().unwrap(),
+            "--ssh-config",
+            &ssh_config,
+            "--to",
+            &run,
+            "--format",
+            "json",
+        ],
+    );
+    let rollback: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let files = |state: &str| -> Vec<String> {
+        state
+            .lines()
+            .filter(|line| line.contains("/etc/ld.so.conf") || line.contains("sitecustomize"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        files(&restorable_state(&testbed, "node0")),
+        files(&before),
+        "{rollback:#}"
+    );
+    let node0 = &rollback["nodes"][0]["rollback"];
+    assert!(
+        node0["removed"].to_string().contains("/etc/ld.so.conf.d/"),
+        "{rollback:#}"
+    );
+    assert!(
+        node0["kept"]
+            .to_string()
+            .contains("pip install of the earlier packages failed"),
+        "{rollback:#}"
+    );
+}

@@ -18,6 +18,11 @@ pub const CHECKOUT_DIR: &str = "/var/lib/cuda-upgrade/src";
 /// Where install records live on the node (the probe reads them).
 pub const RECORD_DIR: &str = "/var/lib/cuda-upgrade/records";
 
+/// The build index that means "none": the build runs with `--no-index` (the node may
+/// have no route to any index, `--fetch controller`); its build requirements must then
+/// already be on the node.
+pub const NO_INDEX: &str = "-";
+
 /// Failed to plan a source install.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -35,7 +40,7 @@ pub enum SourceError {
 /// Fetch, check out, patch, install, record. Arguments: url rev checkout python
 /// subdirectory record package index-url git-url-file index-url-file patch... The build
 /// runs isolated, its build requirements from the index (empty: pip's own configuration
-/// on the node).
+/// on the node; [`NO_INDEX`]: no index at all).
 ///
 /// A URL with credentials never appears on a command line: `url` and `index-url` are
 /// then the masked forms, and the real ones are read from root-only files (removed at
@@ -54,6 +59,8 @@ if [ -n "$index_url_file" ]; then
     PIP_INDEX_URL=$(cat -- "$index_url_file"); rm -f -- "$index_url_file"
     export PIP_INDEX_URL
 fi
+no_index=
+if [ "$index_url" = - ]; then no_index=1; index_url=; fi
 if [ -d "$checkout/.git" ]; then
     git -C "$checkout" remote set-url -- origin "$url"
     git -C "$checkout" fetch --quiet --tags --force origin
@@ -75,7 +82,7 @@ for patch in "$@"; do
     fi
 done
 commit=$(git -C "$checkout" rev-parse HEAD)
-"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${index_url:+--index-url "$index_url"} -- "$checkout/$subdirectory"
+"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${no_index:+--no-index} ${index_url:+--index-url "$index_url"} -- "$checkout/$subdirectory"
 mkdir -p -- "$(dirname -- "$record")"
 "$python" - "$record" "$package" "$url" "$rev" "$commit" "$subdirectory" "$python" "$@" <<'PYTHON'
 import hashlib, json, os, sys
