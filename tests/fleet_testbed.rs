@@ -920,11 +920,9 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         return;
     }
     let work = work_dir("fleet-fetch-controller");
+    // The repository stays on the controller: nodes get a bundle of its pinned tag.
     let testbed = Testbed::up(&["cuda12.8", "cuda12.8"]).unwrap();
     let repo = sglang_repository(&work);
-    for node in ["node0", "node1"] {
-        install_repository(&testbed, &repo, node);
-    }
     // The same fixtures, served where only the controller reaches them.
     let server = common::testbed::IndexServer::start().unwrap();
     let bridged = testbed
@@ -934,7 +932,12 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         .to_string();
     let local = format!("http://127.0.0.1:{}/", server.port);
     let default_index = format!("{local}default/simple/");
-    let manifest = overlay(&testbed, &work, |text| text.replace(&bridged, &local));
+    let manifest = overlay(&testbed, &work, |text| {
+        text.replace(&bridged, &local).replace(
+            &format!("file://{}", common::stack::NODE_REPOSITORY),
+            &format!("file://{}", repo.display()),
+        )
+    });
     let manifest_text = std::fs::read_to_string(&manifest).unwrap();
     assert!(
         !manifest_text.contains(&bridged) && manifest_text.contains(&local),
@@ -1015,6 +1018,13 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
             .unwrap();
         assert!(staged.starts_with("root 700\n"), "{host}: {staged}");
         assert!(staged.contains("torch-2.9.1+cu130"), "{host}: {staged}");
+        let bundles = testbed
+            .ssh_ok(host, "ls /var/tmp/cuda-upgrade/bundles; test ! -e /opt/fixtures/sglang && echo no-repository")
+            .unwrap();
+        assert!(
+            bundles.contains("sglang.bundle\nno-repository"),
+            "{host}: {bundles}"
+        );
         let journal = testbed
             .ssh_ok(host, "cat /var/lib/cuda-upgrade/journal.jsonl")
             .unwrap();

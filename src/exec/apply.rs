@@ -190,6 +190,16 @@ async fn run_operation(
             );
             Ok(None)
         }
+        Operation::GitBundle { url, rev, path } => {
+            let local = download::git_bundle(url, rev, &context.cache_dir).await?;
+            let placement = Placement::Staged { mode: 0o600 };
+            written.push(
+                transport
+                    .write_file(Stdin::File(&local), &context.spec(placement, path))
+                    .await?,
+            );
+            Ok(None)
+        }
         Operation::ReplaceBlock {
             path,
             marker,
@@ -452,9 +462,10 @@ pub fn written_paths(step: &Step) -> Vec<PathBuf> {
             Operation::Upload { path, .. } | Operation::ReplaceBlock { path, .. } => {
                 Some(path.clone())
             }
-            Operation::Run(_) | Operation::Transfer { .. } | Operation::FetchIndexFile { .. } => {
-                None
-            }
+            Operation::Run(_)
+            | Operation::Transfer { .. }
+            | Operation::FetchIndexFile { .. }
+            | Operation::GitBundle { .. } => None,
         })
         .collect()
 }

@@ -201,6 +201,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
                 manifest_dir,
                 build_index,
                 package_facts,
+                *fetch,
             )?);
         }
     }

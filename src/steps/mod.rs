@@ -221,6 +221,16 @@ pub enum Operation {
         /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/wheels/torch-….whl`.
         path: PathBuf,
     },
+    /// Make a `git bundle` of a repository's revision on the controller (its clone kept
+    /// in the download cache) and stream it into the staging directory on the node.
+    GitBundle {
+        /// The repository (may carry credentials: shown redacted).
+        url: String,
+        /// The pinned revision, e.g. `v0.5.9`.
+        rev: String,
+        /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/bundles/sglang.bundle`.
+        path: PathBuf,
+    },
     /// Replace (or append) the managed block of a file, keeping every other byte;
     /// creates the file when missing. A file whose markers do not pair up is refused.
     ReplaceBlock {
@@ -275,6 +285,11 @@ impl Operation {
                 ..
             } => format!(
                 "send {file} from index `{index}` (sha256 {sha256}, fetched once on the controller) to {}",
+                path.display()
+            ),
+            Self::GitBundle { url, rev, path } => format!(
+                "send a git bundle of {}@{rev}, made on the controller, to {}",
+                crate::manifest::redact_url(url),
                 path.display()
             ),
             Self::ReplaceBlock { path, block, .. } => {

@@ -11,7 +11,7 @@ use crate::facts::NodeFacts;
 use crate::manifest::{GitSource, has_credentials, redact_url};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
-use super::{Action, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
+use super::{Action, FetchMode, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
 
 /// Where checkouts live on the node.
 pub const CHECKOUT_DIR: &str = "/var/lib/cuda-upgrade/src";
@@ -97,7 +97,11 @@ os.replace(temporary, record)
 PYTHON
 "#;
 
-/// Plan the step for one git package. `manifest_dir` resolves patch paths.
+/// Plan the step for one git package. `manifest_dir` resolves patch paths. With
+/// [`FetchMode::Controller`] the node clones nothing from the repository: the controller
+/// sends a `git bundle` of the pinned revision, and git on the node reads the
+/// repository's URL as that bundle (`url.BUNDLE.insteadOf`, as for a URL with
+/// credentials), so the install record names the repository as before.
 pub fn plan(
     package: &str,
     git: &GitSource,
@@ -105,6 +109,7 @@ pub fn plan(
     manifest_dir: &Path,
     build_index: Option<&str>,
     facts: &NodeFacts,
+    fetch: FetchMode,
 ) -> Result<Step, SourceError> {
     let mut patches = Vec::new();
     for path in &git.patches {
@@ -178,11 +183,30 @@ pub fn plan(
             operations.push(Operation::staged(remote, content));
         }
         let build_index = build_index.unwrap_or_default();
-        let git_url_file = secret_file(
-            &mut operations,
-            &git.url,
-            format!("source-{package}.git-url"),
-        );
+        let git_url_file = match fetch {
+            FetchMode::Node => secret_file(
+                &mut operations,
+                &git.url,
+                format!("source-{package}.git-url"),
+            ),
+            FetchMode::Controller => {
+                let bundle = PathBuf::from(super::STAGING_DIR)
+                    .join("bundles")
+                    .join(format!("{package}.bundle"));
+                operations.push(Operation::GitBundle {
+                    url: git.url.clone(),
+                    rev: git.rev.clone(),
+                    path: bundle.clone(),
+                });
+                let path = PathBuf::from(SECRETS_DIR).join(format!("source-{package}.git-url"));
+                operations.push(Operation::Upload {
+                    path: path.clone(),
+                    placement: Placement::Secret,
+                    content: bundle.display().to_string().into_bytes(),
+                });
+                path.display().to_string()
+            }
+        };
         let index_url_file = secret_file(
             &mut operations,
             build_index,
@@ -276,6 +300,7 @@ mod tests {
             Path::new("."),
             Some(&index),
             &facts(),
+            FetchMode::Node,
         )
         .unwrap();
         assert!(!step.reason.contains(TOKEN), "{}", step.reason);
