@@ -911,9 +911,11 @@ fn upgrade_with_index(testbed: &Testbed, index: &str, args: &[&str]) -> Output {
 }
 
 /// See: issue 17, item 4: nodes whose network namespace has no route to the indexes
-/// (they are served on the controller's own loopback) converge with `--fetch
-/// controller`; each wheel waits on the node in the root-only staging directory; the
-/// journal records the run and rollback undoes it; a second apply is all no-op.
+/// (served on the controller's own loopback) and that hold no copy of the repository
+/// converge with `--fetch controller`: the wheels wait in the root-only staging directory,
+/// the source comes as a git bundle; the journal records the run; a second apply (the
+/// mode from the host variable) is all no-op; rollback restores the files it wrote (the
+/// earlier packages need an index, and the rollback says so).
 #[test]
 fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
     if skip("nodes_without_a_route_to_the_index_converge_when_the_controller_fetches") {
