@@ -253,7 +253,8 @@ pub struct FleetArgs {
     /// `node*`, `gpu:!node7`, `gpu:&rack1`, `~node[0-3]$`.
     #[arg(long, value_name = "PATTERN", requires = "inventory")]
     pub limit: Option<String>,
-    /// How many nodes are worked on at once (every node is probed at once first).
+    /// How many nodes are worked on at once (each node is probed as soon as it is
+    /// reached and converged right after, waiting for no other node).
     #[arg(long, value_name = "N", default_value_t = crate::fleet::DEFAULT_PARALLEL, value_parser = parse_parallel)]
     pub parallel: usize,
 }
@@ -284,6 +285,12 @@ pub struct ApplyArgs {
     /// before taking it. Only when that apply is known to be gone.
     #[arg(long)]
     pub break_lock: bool,
+    /// Who downloads the locked files: `node` (each node from the indexes) or
+    /// `controller` (this machine, once per file, sending each node what it lacks;
+    /// nodes need no route to any index). With `-i`, a host's `cuda_upgrade_fetch`
+    /// variable overrides it.
+    #[arg(long, value_name = "controller|node", default_value_t = crate::steps::FetchMode::Node)]
+    pub fetch: crate::steps::FetchMode,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod commands;
 pub mod converge;
 pub mod cuda;
+pub mod error_chain;
 pub mod exec;
 pub mod facts;
 pub mod fleet;

@@ -33,9 +33,18 @@ fn fleet(
     work: &Path,
     edit: impl Fn(String) -> String,
 ) -> (Testbed, PathBuf, PathBuf) {
-    let testbed = Testbed::up(&vec!["cuda12.8"; count]).unwrap();
+    fleet_of(&vec!["cuda12.8"; count], work, edit)
+}
+
+/// As [`fleet`], one node a persona (`node0` gets the first).
+fn fleet_of(
+    personas: &[&str],
+    work: &Path,
+    edit: impl Fn(String) -> String,
+) -> (Testbed, PathBuf, PathBuf) {
+    let testbed = Testbed::up(personas).unwrap();
     let repo = sglang_repository(work);
-    for node in 0..count {
+    for node in 0..personas.len() {
         install_repository(&testbed, &repo, &format!("node{node}"));
     }
     let manifest = overlay(&testbed, work, edit);
@@ -219,31 +228,16 @@ fn eight_nodes_converge_in_one_apply_and_a_second_is_all_no_op() {
     assert!(nodes[1]["error"].is_string(), "{report:#}");
 }
 
-/// See: issue 10, "Done when": one unreachable node, one wrong host key and one failing
-/// step among 8 nodes: exit 1, the other nodes converged, the summary names each cause.
-#[test]
-fn each_failure_among_eight_nodes_is_named_and_the_others_converge() {
-    if skip("each_failure_among_eight_nodes_is_named_and_the_others_converge") {
-        return;
-    }
-    let work = work_dir("fleet-faults");
-    let (testbed, manifest, snapshot) = fleet(8, &work, |text| text);
-    // node5: nothing listens on the port the inventory names.
-    // node6: known_hosts records another node's key for it.
-    // node7: the toolkit's install path is taken by a file, so the runfile fails.
-    let inventory = inventory(
-        &work,
-        "hosts.ini",
-        "[gpu]\nnode[0:4]\nnode5 ansible_port=1\nnode6\nnode7\n",
-    );
+/// A `known_hosts` in `work` that records node0's key for `host`.
+fn known_hosts_with_wrong_key(testbed: &Testbed, work: &Path, host: &str) -> PathBuf {
     let known_hosts = std::fs::read_to_string(testbed.dir().join("ssh/known_hosts")).unwrap();
-    let key_of = |host: &str| {
+    let key_of = |name: &str| {
         known_hosts
             .lines()
             .find(|line| {
                 line.split_whitespace()
                     .next()
-                    .is_some_and(|names| names.split(',').any(|name| name == host))
+                    .is_some_and(|names| names.split(',').any(|n| n == name))
             })
             .unwrap()
             .split_once(' ')
@@ -255,72 +249,57 @@ fn each_failure_among_eight_nodes_is_named_and_the_others_converge() {
         .lines()
         .map(|line| {
             let names = line.split_whitespace().next().unwrap_or_default();
-            if names.split(',').any(|name| name == "node6") {
+            if names.split(',').any(|name| name == host) {
                 format!("{names} {}\n", key_of("node0"))
             } else {
                 format!("{line}\n")
             }
         })
         .collect();
-    assert_ne!(key_of("node6"), key_of("node0"));
+    assert_ne!(key_of(host), key_of("node0"));
     let known = work.join("known_hosts");
     std::fs::write(&known, wrong).unwrap();
+    known
+}
+
+/// See: issue 10, "Done when": one unreachable node and one wrong host key among the
+/// nodes: exit 1, the others converge, the summary names each cause. Issue 17, "Done
+/// when": with one node whose `nvidia-smi` never returns and one whose driver is too old,
+/// the five healthy nodes converge before the hung node's bound ends (no node waits for
+/// another's probe), and the summary, `summary.json` and the node's log name the driver
+/// and the minimum the toolkit needs.
+#[test]
+fn each_failure_among_eight_nodes_is_named_and_the_others_converge_without_waiting() {
+    if skip("each_failure_among_eight_nodes_is_named_and_the_others_converge_without_waiting") {
+        return;
+    }
+    let work = work_dir("fleet-faults");
+    let mut personas = vec!["cuda12.8"; 8];
+    personas[7] = "old-driver";
+    let (testbed, manifest, snapshot) = fleet_of(&personas, &work, |text| text);
+    // node5: its `nvidia-smi` never returns (a GPU fallen off the bus).
+    // node6: known_hosts records another node's key for it.
+    // node7: driver 570.172.08, older than CUDA 13.0.1's minimum.
+    // closed: nothing listens on the port the inventory names.
     testbed
         .ssh_ok(
-            "node7",
-            "rm -rf /usr/local/cuda-13.0 && echo taken > /usr/local/cuda-13.0",
+            "node5",
+            "printf '%s\\n' '#!/bin/sh' 'exec sleep 3600' > /usr/local/bin/nvidia-smi",
         )
         .unwrap();
-
-    let (output, report) = apply_fleet(
-        &testbed,
-        &manifest,
-        &snapshot,
-        &inventory,
-        &[
-            "--known-hosts",
-            known.to_str().unwrap(),
-            "--no-verify",
-            "--run-dir",
-            work.join("run").to_str().unwrap(),
-        ],
+    let node0_ip = testbed.node_ip("node0").unwrap();
+    let inventory = inventory(
+        &work,
+        "inventory.yml",
+        &format!(
+            "all:\n  hosts:\n    node[0:7]:\n    closed:\n      ansible_host: {node0_ip}\n      ansible_port: 1\n"
+        ),
     );
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    for index in 0..5 {
-        let node = node(&report, &format!("node{index}"));
-        assert_eq!(node["result"], "converged", "{node:#}");
-    }
-    let node5 = node(&report, "node5");
-    assert_eq!(node5["result"], "unreachable", "{node5:#}");
-    assert!(
-        node5["cause"]
-            .as_str()
-            .unwrap()
-            .to_lowercase()
-            .contains("refused"),
-        "{node5:#}"
-    );
-    let node6 = node(&report, "node6");
-    assert_eq!(node6["result"], "unreachable", "{node6:#}");
-    assert!(
-        node6["cause"]
-            .as_str()
-            .unwrap()
-            .contains("host key verification failed"),
-        "{node6:#}"
-    );
-    let node7 = node(&report, "node7");
-    assert_eq!(node7["result"], "failed", "{node7:#}");
-    assert!(
-        node7["cause"]
-            .as_str()
-            .unwrap()
-            .contains("step `toolkit` failed"),
-        "{node7:#}"
-    );
-
-    // The text summary of the same run names each cause (a re-run: nodes 0-4 are no-op).
+    let known = known_hosts_with_wrong_key(&testbed, &work, "node6");
+    let bound = 200;
+    let run_dir = work.join("run");
     let ssh_config = testbed.ssh_config().unwrap();
+    let started = Instant::now();
     let output = upgrade(
         &testbed,
         &[
@@ -335,17 +314,79 @@ fn each_failure_among_eight_nodes_is_named_and_the_others_converge() {
             "--snapshot",
             snapshot.to_str().unwrap(),
             "--no-verify",
+            "--command-timeout",
+            &format!("{bound}s"),
             "--run-dir",
-            work.join("run-text").to_str().unwrap(),
+            run_dir.to_str().unwrap(),
         ],
     );
-    assert_eq!(output.status.code(), Some(1));
+    let elapsed = started.elapsed();
+    eprintln!("{}", text(&output));
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let node5 = node(&report, "node5");
+    assert_eq!(node5["result"], "failed", "{node5:#}");
+    assert!(
+        node5["cause"]
+            .as_str()
+            .unwrap()
+            .starts_with("the probe got no answer within"),
+        "{node5:#}"
+    );
+    let hung_for = node5["seconds"].as_f64().unwrap();
+    assert!(hung_for >= f64::from(bound) - 1.0, "{node5:#}");
+    for index in 0..5 {
+        let node = node(&report, &format!("node{index}"));
+        assert_eq!(node["result"], "converged", "{node:#}");
+        let seconds = node["seconds"].as_f64().unwrap();
+        assert!(
+            seconds < f64::from(bound),
+            "a healthy node waited for the hung one: {node:#}"
+        );
+    }
+    eprintln!(
+        "5 healthy nodes converged while node5 hung for {hung_for:.1}s; whole run {elapsed:?}"
+    );
+    let closed = node(&report, "closed");
+    assert_eq!(closed["result"], "unreachable", "{closed:#}");
+    assert!(
+        closed["cause"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("refused"),
+        "{closed:#}"
+    );
+    let node6 = node(&report, "node6");
+    assert_eq!(node6["result"], "unreachable", "{node6:#}");
+    assert!(
+        node6["cause"]
+            .as_str()
+            .unwrap()
+            .contains("host key verification failed"),
+        "{node6:#}"
+    );
+    let node7 = node(&report, "node7");
+    assert_eq!(node7["result"], "refused", "{node7:#}");
+    let cause = node7["cause"].as_str().unwrap();
+    for wanted in ["driver is 570.172.08", "needs driver 580.82.07 or newer"] {
+        assert!(cause.contains(wanted), "{wanted}: {node7:#}");
+    }
+    assert!(!cause.contains("no set of releases"), "{node7:#}");
+    let log = std::fs::read_to_string(run_dir.join("node7.log")).unwrap();
+    assert!(log.contains(cause), "{log}");
+    assert!(log.contains("hint: upgrade the node's driver"), "{log}");
+
+    // The text summary names each cause.
     let stdout = String::from_utf8_lossy(&output.stdout);
     for wanted in [
         "unreachable",
         "host key verification failed",
-        "step `toolkit` failed",
-        "5 unchanged",
+        "driver is 570.172.08",
+        "needs driver 580.82.07 or newer",
+        "5 converged",
     ] {
         assert!(stdout.contains(wanted), "{wanted}: {stdout}");
     }
@@ -787,5 +828,277 @@ fn a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_app
         "fault points tried: {}, converged on the next apply: {}",
         CUTS.len(),
         count - 1
+    );
+}
+
+/// A file the test plants on the machine running it, put back as it was on drop (removed,
+/// with the directories the test made, when it was not there).
+struct Planted {
+    path: PathBuf,
+    before: Option<Vec<u8>>,
+    made: Vec<PathBuf>,
+}
+
+impl Planted {
+    fn new(path: &str, bytes: &[u8]) -> Planted {
+        let path = PathBuf::from(path);
+        let before = std::fs::read(&path).ok();
+        let mut made = Vec::new();
+        let mut missing = path.parent().map(Path::to_path_buf);
+        while let Some(directory) = missing.filter(|directory| !directory.exists()) {
+            missing = directory.parent().map(Path::to_path_buf);
+            made.push(directory);
+        }
+        let planted = Planted { path, before, made };
+        if let Some(parent) = planted.path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&planted.path, bytes).unwrap();
+        planted
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        let _ = match &self.before {
+            Some(bytes) => std::fs::write(&self.path, bytes),
+            None => std::fs::remove_file(&self.path),
+        };
+        for directory in &self.made {
+            let _ = std::fs::remove_dir(directory);
+        }
+    }
+}
+
+/// See: issue 17, "Done when": the tool's own directories on a testbed node start empty
+/// whatever the machine running the tests holds: a journal (and files beside the staging
+/// and secrets directories) planted on the host are not seen by a node.
+#[test]
+fn nodes_start_without_the_hosts_tool_state() {
+    if skip("nodes_start_without_the_hosts_tool_state") {
+        return;
+    }
+    let testbed = Testbed::up(&["cuda12.8"]).unwrap();
+    // Planted once the node is up (and before it looked at these paths), so that other
+    // testbeds on this machine see them for as short a time as possible; an overlay shows
+    // a lower layer's new files as readily as its old ones.
+    let planted = [
+        Planted::new(
+            "/var/lib/cuda-upgrade/journal.jsonl",
+            b"{\"run\":\"planted-by-the-host-state-test\"}\n",
+        ),
+        Planted::new("/var/tmp/cuda-upgrade/planted-by-the-host-state-test", b"x"),
+        Planted::new("/etc/cuda-upgrade/planted-by-the-host-state-test", b"x"),
+    ];
+    let seen = testbed
+        .ssh_ok(
+            "node0",
+            "for d in /var/lib/cuda-upgrade /var/tmp/cuda-upgrade /etc/cuda-upgrade /root/.cache/cuda-upgrade; do ls -A \"$d\" 2>/dev/null; done; echo end",
+        )
+        .unwrap();
+    drop(planted);
+    assert_eq!(seen.trim(), "end", "the node sees the host's files: {seen}");
+}
+
+/// `upgrade` with the controller's Python index at `index` (pip's configuration).
+fn upgrade_with_index(testbed: &Testbed, index: &str, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .env("PIP_INDEX_URL", index)
+        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
+        .output()
+        .unwrap()
+}
+
+/// See: issue 17, item 4: nodes whose network namespace has no route to the indexes
+/// (served on the controller's own loopback) and that hold no copy of the repository
+/// converge with `--fetch controller`: the wheels wait in the root-only staging directory,
+/// the source comes as a git bundle; the journal records the run; a second apply (the
+/// mode from the host variable) is all no-op; rollback restores the files it wrote (the
+/// earlier packages need an index, and the rollback says so).
+#[test]
+fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
+    if skip("nodes_without_a_route_to_the_index_converge_when_the_controller_fetches") {
+        return;
+    }
+    let work = work_dir("fleet-fetch-controller");
+    // The repository stays on the controller: nodes get a bundle of its pinned tag.
+    let testbed = Testbed::up(&["cuda12.8", "cuda12.8"]).unwrap();
+    let repo = sglang_repository(&work);
+    // The same fixtures, served where only the controller reaches them.
+    let server = common::testbed::IndexServer::start().unwrap();
+    let bridged = testbed
+        .index("default")
+        .unwrap()
+        .trim_end_matches("default/simple/")
+        .to_string();
+    let local = format!("http://127.0.0.1:{}/", server.port);
+    let default_index = format!("{local}default/simple/");
+    let manifest = overlay(&testbed, &work, |text| {
+        text.replace(&bridged, &local).replace(
+            &format!("file://{}", common::stack::NODE_REPOSITORY),
+            &format!("file://{}", repo.display()),
+        )
+    });
+    let manifest_text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(
+        !manifest_text.contains(&bridged) && manifest_text.contains(&local),
+        "{manifest_text}"
+    );
+    for node in ["node0", "node1"] {
+        let reach = testbed
+            .ssh(
+                node,
+                &format!(
+                    "python3 -c \"import urllib.request; urllib.request.urlopen('{default_index}', timeout=5)\""
+                ),
+            )
+            .unwrap();
+        assert!(
+            !reach.success(),
+            "{node} reaches the index: {}",
+            reach.all()
+        );
+    }
+    let snapshot = manifest.with_extension("snapshot.json");
+    let output = upgrade_with_index(
+        &testbed,
+        &default_index,
+        &[
+            "index",
+            "snapshot",
+            manifest.to_str().unwrap(),
+            "-o",
+            snapshot.to_str().unwrap(),
+            "--python-version",
+            "3.11",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let before = restorable_state(&testbed, "node0");
+    let ssh_config = testbed.ssh_config().unwrap();
+    let apply = |inventory: &Path, run_dir: &str, extra: &[&str]| {
+        let mut args = vec![
+            "apply",
+            manifest.to_str().unwrap(),
+            "-i",
+            inventory.to_str().unwrap(),
+            "--ssh-config",
+            &ssh_config,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--no-verify",
+            "--format",
+            "json",
+            "--run-dir",
+        ];
+        let run_dir = work.join(run_dir);
+        args.push(run_dir.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let output = upgrade_with_index(&testbed, &default_index, &args);
+        let report: serde_json::Value =
+            serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+        (output, report)
+    };
+    let plain = inventory(
+        &work,
+        "inventory.yml",
+        "all:\n  hosts:\n    node0:\n    node1:\n",
+    );
+    let (output, report) = apply(&plain, "run1", &["--fetch", "controller"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let run = report["run"].as_str().unwrap().to_string();
+    for host in ["node0", "node1"] {
+        assert_eq!(node(&report, host)["result"], "converged", "{report:#}");
+        let freeze = testbed.ssh_ok(host, "/opt/ml-env/bin/pip freeze").unwrap();
+        assert!(freeze.contains("torch==2.9.1+cu130"), "{host}: {freeze}");
+        let staged = testbed
+            .ssh_ok(
+                host,
+                "stat -c '%U %a' /var/tmp/cuda-upgrade/wheels; ls /var/tmp/cuda-upgrade/wheels",
+            )
+            .unwrap();
+        assert!(staged.starts_with("root 700\n"), "{host}: {staged}");
+        assert!(staged.contains("torch-2.9.1+cu130"), "{host}: {staged}");
+        let bundles = testbed
+            .ssh_ok(host, "ls /var/tmp/cuda-upgrade/bundles; test ! -e /opt/fixtures/sglang && echo no-repository")
+            .unwrap();
+        assert!(
+            bundles.contains("sglang.bundle\nno-repository"),
+            "{host}: {bundles}"
+        );
+        let journal = testbed
+            .ssh_ok(host, "cat /var/lib/cuda-upgrade/journal.jsonl")
+            .unwrap();
+        assert!(journal.contains(&run), "{host}: {journal}");
+    }
+
+    // The host variable chooses the mode too; a converged node costs its probe only.
+    let by_variable = inventory(
+        &work,
+        "by-variable.yml",
+        "all:\n  vars:\n    cuda_upgrade_fetch: controller\n  hosts:\n    node0:\n    node1:\n",
+    );
+    let (output, report) = apply(&by_variable, "run2", &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    for node in report["nodes"].as_array().unwrap() {
+        assert_eq!(node["result"], "unchanged", "{node:#}");
+        assert_eq!(node["round_trips"], 1, "{node:#}");
+    }
+    let wrong = inventory(
+        &work,
+        "wrong.yml",
+        "all:\n  hosts:\n    node0:\n      cuda_upgrade_fetch: nightly\n",
+    );
+    let (output, report) = apply(&wrong, "run3", &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(
+        node(&report, "node0")["cause"]
+            .to_string()
+            .contains("cuda_upgrade_fetch"),
+        "{report:#}"
+    );
+
+    // Rollback undoes the run's files; the earlier packages are reinstalled from the
+    // indexes, which these nodes cannot reach: the rollback says so and keeps them.
+    let output = upgrade_with_index(
+        &testbed,
+        &default_index,
+        &[
+            "rollback",
+            "-i",
+            plain.to_str().unwrap(),
+            "--ssh-config",
+            &ssh_config,
+            "--to",
+            &run,
+            "--format",
+            "json",
+        ],
+    );
+    let rollback: serde_json::Value =
+        serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let files = |state: &str| -> Vec<String> {
+        state
+            .lines()
+            .filter(|line| line.contains("/etc/ld.so.conf") || line.contains("sitecustomize"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        files(&restorable_state(&testbed, "node0")),
+        files(&before),
+        "{rollback:#}"
+    );
+    let node0 = &rollback["nodes"][0]["rollback"];
+    assert!(
+        node0["removed"].to_string().contains("/etc/ld.so.conf.d/"),
+        "{rollback:#}"
+    );
+    assert!(
+        node0["kept"]
+            .to_string()
+            .contains("pip install of the earlier packages failed"),
+        "{rollback:#}"
     );
 }

@@ -89,6 +89,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             crate::settings::controller_user(),
         ),
         break_lock: args.break_lock,
+        fetch: args.fetch,
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

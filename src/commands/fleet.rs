@@ -147,6 +147,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             context: &context,
             holder,
             break_lock: args.break_lock,
+            fetch: args.fetch,
         },
     };
     let display = FleetDisplay::new(
@@ -273,12 +274,17 @@ impl FleetProgress for FleetDisplay {
         for step in &node.steps {
             self.log(
                 &node.host,
-                &format!("  {} {}: {}", step.outcome, step.kind, step.reason),
+                &format!(
+                    "  {} {}: {}",
+                    step.outcome,
+                    step.kind,
+                    text_value(&step.reason)
+                ),
             );
         }
         if let Some(detail) = &node.detail {
             for detail_line in detail.lines() {
-                self.log(&node.host, &format!("  | {detail_line}"));
+                self.log(&node.host, &format!("  | {}", text_value(detail_line)));
             }
         }
         match self.bar(&node.host) {

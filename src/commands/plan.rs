@@ -15,7 +15,7 @@ use crate::facts::NodeFacts;
 use crate::plan;
 use crate::printer::Printer;
 use crate::resolve::Lock;
-use crate::steps::StepKind;
+use crate::steps::{FetchMode, StepKind};
 
 /// Plan the node and print (and optionally save) the plan.
 pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -40,8 +40,15 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         None => NodeChoice::Probed(&args.node, &args.ssh),
     };
     let hash_command = hash_command(&args.manifest, node_choice, args.snapshot.as_deref());
-    let mut node_plan =
-        converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
+    let mut node_plan = converge::plan_for(
+        &prepared,
+        &node_name,
+        &facts,
+        &lock,
+        &urls,
+        &hash_command,
+        FetchMode::Node,
+    )?;
     let wheel_check = match args.wheels.as_slice() {
         [] => None,
         directories => Some(check_wheels(&lock, directories)?),

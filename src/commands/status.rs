@@ -15,6 +15,7 @@ use crate::exec::{self};
 use crate::printer::Printer;
 use crate::report::{self, text_value};
 use crate::steps::Action;
+use crate::steps::FetchMode;
 use crate::transport::Transport;
 
 /// The last run the journal holds.
@@ -81,7 +82,15 @@ async fn node_status(
     let node = transport.name().to_string();
     let lock = converge::lock(prepared, &facts, snapshot, None)?;
     let urls = converge::index_urls(&prepared.manifest)?;
-    let plan = converge::plan_for(prepared, &node, &facts, &lock, &urls, hash_command)?;
+    let plan = converge::plan_for(
+        prepared,
+        &node,
+        &facts,
+        &lock,
+        &urls,
+        hash_command,
+        FetchMode::Node,
+    )?;
     Ok(Status {
         node,
         manifest: prepared.manifest.name.clone(),

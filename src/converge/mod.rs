@@ -233,6 +233,7 @@ pub fn plan_for(
     lock: &Lock,
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
+    fetch: crate::steps::FetchMode,
 ) -> Result<NodePlan, ConvergeError> {
     let manifest_dir = prepared
         .path
@@ -248,6 +249,7 @@ pub fn plan_for(
         index_urls,
         env: &prepared.env,
         hash_command,
+        fetch,
     })?)
 }
 

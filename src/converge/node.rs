@@ -62,6 +62,7 @@ pub struct NodeOutcome {
 }
 
 /// What one node's apply is given besides the manifest and the transport.
+#[derive(Clone)]
 pub struct ApplyOptions<'a> {
     /// A saved plan to replay (its lock), refused when the node's facts changed.
     pub saved: Option<&'a SavedPlan>,
@@ -81,6 +82,8 @@ pub struct ApplyOptions<'a> {
     pub holder: LockHolder,
     /// Remove any lock on the node before taking it (`--break-lock`).
     pub break_lock: bool,
+    /// Who downloads the locked files (`--fetch`).
+    pub fetch: crate::steps::FetchMode,
 }
 
 fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> StepRecord {
@@ -150,7 +153,7 @@ pub async fn converge_node(
     converge_probed(transport, prepared, facts, started, options, reporter).await
 }
 
-/// [`converge_node`] once the node's facts are known (a fleet probes every node first),
+/// [`converge_node`] once the node's facts are known (a fleet probes a node, then converges it),
 /// `started` when its probe began.
 pub async fn converge_probed(
     transport: &Transport,
@@ -178,7 +181,15 @@ pub async fn converge_probed(
         None => super::lock(prepared, &facts, options.snapshot, options.live)?,
     };
     let urls = super::index_urls(&prepared.manifest)?;
-    let plan = super::plan_for(prepared, &node, &facts, &lock, &urls, options.hash_command)?;
+    let plan = super::plan_for(
+        prepared,
+        &node,
+        &facts,
+        &lock,
+        &urls,
+        options.hash_command,
+        options.fetch,
+    )?;
     if let Some(step) = plan.blocked().first() {
         return Err(ConvergeError::Blocked {
             node: node.clone(),
@@ -368,8 +379,15 @@ impl Run<'_> {
             reporter.step(&format!("{node}: {} — {}", planned.kind, planned.reason));
             // Re-check against fresh facts: the step may have been done meanwhile.
             let fresh = super::facts(transport, prepared).await?;
-            let replanned =
-                super::plan_for(prepared, &node, &fresh, &lock, urls, options.hash_command)?;
+            let replanned = super::plan_for(
+                prepared,
+                &node,
+                &fresh,
+                &lock,
+                urls,
+                options.hash_command,
+                options.fetch,
+            )?;
             let step = replanned
                 .steps
                 .into_iter()

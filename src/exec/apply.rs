@@ -164,6 +164,42 @@ async fn run_operation(
             );
             Ok(None)
         }
+        Operation::FetchIndexFile {
+            index,
+            index_url,
+            project,
+            file,
+            sha256,
+            path,
+        } => {
+            if node_has(transport, path, sha256).await? {
+                return Ok(None);
+            }
+            let local = match download::cached(file, sha256, &context.cache_dir).await {
+                Some(local) => local,
+                None => {
+                    let url = index_file_url(index, index_url, project, file).await?;
+                    download::fetch_as(url.as_str(), file, sha256, &context.cache_dir).await?
+                }
+            };
+            let placement = Placement::Staged { mode: 0o644 };
+            written.push(
+                transport
+                    .write_file(Stdin::File(&local), &context.spec(placement, path))
+                    .await?,
+            );
+            Ok(None)
+        }
+        Operation::GitBundle { url, rev, path } => {
+            let local = download::git_bundle(url, rev, &context.cache_dir).await?;
+            let placement = Placement::Staged { mode: 0o600 };
+            written.push(
+                transport
+                    .write_file(Stdin::File(&local), &context.spec(placement, path))
+                    .await?,
+            );
+            Ok(None)
+        }
         Operation::ReplaceBlock {
             path,
             marker,
@@ -191,6 +227,51 @@ async fn run_operation(
             Ok(None)
         }
     }
+}
+
+/// `true` when the node already holds a file of this digest at `path` (a copy sent by
+/// an earlier run): nothing is sent again.
+async fn node_has(
+    transport: &Transport,
+    path: &std::path::Path,
+    sha256: &crate::manifest::Sha256,
+) -> Result<bool, ExecError> {
+    let command = NodeCommand::new("sha256sum")
+        .arg("--")
+        .arg(path.display().to_string());
+    let output = transport.run(&command, None).await?;
+    Ok(output.success() && output.stdout_text().split_whitespace().next() == Some(sha256.as_str()))
+}
+
+/// The URL of `file` on the index's project page of `project`.
+async fn index_file_url(
+    index: &str,
+    index_url: &str,
+    project: &str,
+    file: &str,
+) -> Result<url::Url, ExecError> {
+    use crate::index::client::{ClientSettings, IndexClient, IndexLocation};
+    let missing = |reason: String| ExecError::IndexFile {
+        file: file.to_string(),
+        index: index.to_string(),
+        reason,
+    };
+    let location =
+        IndexLocation::new(index, index_url).map_err(|error| missing(error.to_string()))?;
+    let name = pep508_rs::PackageName::new(project.to_string())
+        .map_err(|error| missing(error.to_string()))?;
+    let client =
+        IndexClient::new(ClientSettings::default()).map_err(|error| missing(error.to_string()))?;
+    let files = client
+        .fetch_project(&location, &name)
+        .await
+        .map_err(|error| missing(error.to_string()))?
+        .ok_or_else(|| missing(format!("the index has no project `{project}`")))?;
+    files
+        .into_iter()
+        .find(|candidate| candidate.filename == file)
+        .map(|found| found.url)
+        .ok_or_else(|| missing(format!("the project page of `{project}` does not list it")))
 }
 
 /// Run a step's verification; `Some` describes what is wrong.
@@ -386,7 +467,10 @@ pub fn written_paths(step: &Step) -> Vec<PathBuf> {
             Operation::Upload { path, .. } | Operation::ReplaceBlock { path, .. } => {
                 Some(path.clone())
             }
-            Operation::Run(_) | Operation::Transfer { .. } => None,
+            Operation::Run(_)
+            | Operation::Transfer { .. }
+            | Operation::FetchIndexFile { .. }
+            | Operation::GitBundle { .. } => None,
         })
         .collect()
 }

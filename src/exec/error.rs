@@ -12,6 +12,16 @@ pub enum ExecError {
     /// A file for the node could not be fetched or verified.
     #[error(transparent)]
     Download(#[from] crate::transport::download::DownloadError),
+    /// A locked file could not be found on its index (`--fetch controller`).
+    #[error("Failed to find `{file}` on index `{index}`: {reason}")]
+    IndexFile {
+        /// e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
+        file: String,
+        /// e.g. `pytorch-cu130`.
+        index: String,
+        /// What went wrong (credentials never shown).
+        reason: String,
+    },
     /// The probe ran but its output could not be read.
     #[error("Failed to read the facts of `{host}`")]
     Facts {

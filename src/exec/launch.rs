@@ -73,6 +73,22 @@ pub enum LaunchFailure {
     },
 }
 
+impl std::fmt::Display for LaunchFailure {
+    /// Why a launch failed, in words, e.g. ``a log line matched `Traceback`: Traceback
+    /// (most recent call last):``.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::FailPattern { pattern, line } => {
+                write!(f, "a log line matched `{pattern}`: {line}")
+            }
+            Self::Exited => f.write_str("the server exited before its ready line"),
+            Self::Timeout { seconds } => write!(f, "no ready line within {seconds} s"),
+            Self::Unhealthy { url, detail } => write!(f, "`{url}` did not answer 200: {detail}"),
+            Self::StartFailed { detail } => write!(f, "the server did not start: {detail}"),
+        }
+    }
+}
+
 /// How a verification launch ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]

@@ -1,13 +1,21 @@
-//! A fleet: many nodes converged by one invocation. Every node is connected and probed
-//! at once (one round trip each, at most [`PROBE_PARALLEL`] at a time), then converged
-//! with at most `parallel` at a time, batch after batch (`--batch`), each through the one
-//! pipeline ([`crate::converge::converge_probed`]). A node that is unreachable or fails
-//! never stops the others; once more than `--max-fail` nodes have failed, no further node
-//! starts and the rest are reported as skipped. The result is one typed outcome a node.
+//! A fleet: many nodes converged by one invocation. Each node goes its own way from
+//! probe to converge to verification: it is connected and probed (one round trip, at most
+//! [`PROBE_PARALLEL`] at a time) and then converged at once through the one pipeline
+//! ([`crate::converge::converge_probed`]), with at most `parallel` converging at a time;
+//! no node waits for another's probe, so a slow or hung node costs only its own bound.
+//! With `--batch`, the nodes are taken in inventory order, a batch at a time: a node
+//! converges once every node of the batches before its own has ended. A node that is
+//! unreachable or fails never stops the others; once more than `--max-fail` nodes have
+//! failed, no further node starts and the rest are reported as skipped. The result is
+//! one typed outcome a node, in inventory order.
 
+mod batches;
+mod cause;
 mod threshold;
 
 pub use threshold::Threshold;
+
+use batches::Batches;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,6 +30,7 @@ use crate::converge::{self, ApplyOptions, ConvergeError, NodeOutcome, Prepared, 
 use crate::exec::launch::LaunchOutcome;
 use crate::exec::{ExecError, Reporter};
 use crate::facts::NodeFacts;
+use crate::steps::FetchMode;
 use crate::transport::{SshOptions, SshTransport, Transport};
 
 /// How many nodes are connected and probed at once.
@@ -156,28 +165,13 @@ enum Probed {
     Ended(Box<FleetNode>),
 }
 
-/// The first line of an error's chain, and the whole chain.
-fn describe(error: &dyn std::error::Error) -> (String, String) {
-    let chain = crate::report::error_chain(error);
-    let mut cause = chain.lines().next().unwrap_or_default().to_string();
-    if chain.contains("Host key verification failed") {
-        cause = "host key verification failed: the key the node shows is not the one known_hosts records for it".to_string();
-    } else if let Some(last) = chain.lines().last().filter(|last| *last != cause) {
-        cause = format!(
-            "{cause} ({})",
-            last.trim().trim_start_matches("caused by: ")
-        );
-    }
-    (cause, chain)
-}
-
 fn ended(
     host: &str,
     result: NodeResult,
-    error: &dyn std::error::Error,
+    error: &(dyn std::error::Error + 'static),
     started: Instant,
 ) -> FleetNode {
-    let (cause, detail) = describe(error);
+    let (cause, detail) = cause::of_error(error);
     FleetNode {
         host: host.to_string(),
         ok: false,
@@ -230,19 +224,7 @@ fn from_outcome(outcome: NodeOutcome) -> FleetNode {
             )),
             step.output.clone(),
         ),
-        (
-            None,
-            Some(verification @ (LaunchOutcome::Failed { .. } | LaunchOutcome::Refused { .. })),
-        ) => {
-            let text = crate::report::apply::launch(&outcome.node, verification);
-            (
-                text.lines().next().map(|line| {
-                    line.trim_start_matches(&format!("{}: ", outcome.node))
-                        .to_string()
-                }),
-                Some(text),
-            )
-        }
+        (None, Some(verification)) => cause::of_verification(verification),
         _ => (None, None),
     };
     let time_to_ready_ms = match &outcome.verification {
@@ -283,6 +265,17 @@ async fn probe(
             return Probed::Ended(Box::new(ended(host, NodeResult::Refused, &error, started)));
         }
     };
+    if let Some(Err(reason)) = target
+        .vars
+        .get(FETCH_VARIABLE)
+        .map(|value| value.parse::<FetchMode>())
+    {
+        let error = FetchVariableError {
+            host: host.to_string(),
+            reason,
+        };
+        return Probed::Ended(Box::new(ended(host, NodeResult::Refused, &error, started)));
+    }
     progress.step(host, "connecting");
     let transport = match SshTransport::connect(host, &options.ssh).await {
         Ok(ssh) => Transport::Ssh(ssh),
@@ -306,10 +299,128 @@ async fn probe(
         },
         Err(error) => {
             let mut node = ended(host, result_of(&error), &error, started);
+            (node.cause, node.detail) = {
+                let (cause, detail) = cause::of_probe_error(&error);
+                (Some(cause), Some(detail))
+            };
             node.round_trips = transport.round_trips();
             Probed::Ended(Box::new(node))
         }
     }
+}
+
+/// Where a node's run meets the others: the batches, the failure count and the slots.
+struct Shared<'a> {
+    batches: Batches,
+    /// Failed nodes so far.
+    failed: AtomicUsize,
+    /// Failed nodes tolerated; `None`: no limit.
+    tolerated: Option<usize>,
+    /// Nodes connected and probed at once.
+    probes: Semaphore,
+    /// Nodes converged at once.
+    slots: Semaphore,
+    options: &'a FleetOptions<'a>,
+    progress: &'a dyn FleetProgress,
+}
+
+impl Shared<'_> {
+    /// `node` (the `index`th target) ended: count it, show it, and end its batch when it
+    /// was the last.
+    fn ended(&self, index: usize, node: &FleetNode) {
+        if !node.ok && node.result != NodeResult::Skipped {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+        }
+        self.progress.finished(node);
+        self.batches.ended(index);
+    }
+}
+
+/// One node from its first connection attempt to its end: probe, wait for its batch's
+/// turn and a slot, converge and verify. No node waits for another's probe.
+async fn run_node(
+    index: usize,
+    target: &FleetTarget,
+    base: &Prepared,
+    shared: &Shared<'_>,
+) -> FleetNode {
+    let (options, progress) = (shared.options, shared.progress);
+    let probed = {
+        let _permit = shared.probes.acquire().await.ok();
+        probe(target, base, options, progress).await
+    };
+    let (transport, prepared, facts, started) = match probed {
+        Probed::Ended(node) => return *node,
+        Probed::Ready {
+            transport,
+            prepared,
+            facts,
+            started,
+        } => (transport, prepared, facts, started),
+    };
+    shared.batches.turn(index).await;
+    let host = transport.name();
+    let _slot = shared.slots.acquire().await.ok();
+    let failures = shared.failed.load(Ordering::SeqCst);
+    if shared
+        .tolerated
+        .is_some_and(|tolerated| failures > tolerated)
+    {
+        return FleetNode {
+            host: host.to_string(),
+            ok: false,
+            result: NodeResult::Skipped,
+            cause: Some(format!(
+                "not started: {failures} nodes had failed (--max-fail {})",
+                options.max_fail.map(|t| t.to_string()).unwrap_or_default()
+            )),
+            detail: None,
+            steps_changed: 0,
+            seconds: 0.0,
+            time_to_ready_ms: None,
+            round_trips: transport.round_trips(),
+            steps: Vec::new(),
+            verification: None,
+        };
+    }
+    let reporter = NodeReporter { host, progress };
+    let apply = ApplyOptions {
+        fetch: fetch_mode(target, options.apply.fetch),
+        ..options.apply.clone()
+    };
+    let result =
+        converge::converge_probed(&transport, &prepared, *facts, started, &apply, &reporter).await;
+    match result {
+        Ok(outcome) => from_outcome(outcome),
+        Err(error) => {
+            let mut node = ended(host, result_of(&error), &error, started);
+            node.round_trips = transport.round_trips();
+            node
+        }
+    }
+}
+
+/// The host variable that chooses who downloads a node's locked files.
+pub const FETCH_VARIABLE: &str = "cuda_upgrade_fetch";
+
+/// A host's [`FETCH_VARIABLE`] names no fetch mode.
+#[derive(Debug, thiserror::Error)]
+#[error("Failed to read the variable `{FETCH_VARIABLE}` of `{host}`: {reason}")]
+pub struct FetchVariableError {
+    /// e.g. `node3`.
+    host: String,
+    /// e.g. `` `nightly` is not a fetch mode ``.
+    reason: String,
+}
+
+/// The host's fetch mode: its [`FETCH_VARIABLE`], else the run's `--fetch`. A value
+/// that names no mode refuses the host before it is reached (see [`probe`]).
+fn fetch_mode(target: &FleetTarget, default: FetchMode) -> FetchMode {
+    target
+        .vars
+        .get(FETCH_VARIABLE)
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Converge every target (see the module's documentation).
@@ -322,107 +433,26 @@ pub async fn converge_fleet(
     let started = Instant::now();
     let holder = &options.apply.holder;
     let run = format!("{}-{}", holder.started, holder.pid);
-    let probes = Semaphore::new(PROBE_PARALLEL);
-    let probed: Vec<Probed> = join_all(targets.iter().map(|target| async {
-        let _permit = probes.acquire().await.ok();
-        let probed = probe(target, base, options, progress).await;
-        if let Probed::Ended(node) = &probed {
-            progress.finished(node);
+    let total = targets.len();
+    let batch_size = options.batch.map_or(total, |threshold| threshold.of(total));
+    let shared = Shared {
+        batches: Batches::new(total, batch_size),
+        failed: AtomicUsize::new(0),
+        tolerated: options.max_fail.map(|threshold| threshold.of(total)),
+        probes: Semaphore::new(PROBE_PARALLEL),
+        slots: Semaphore::new(options.parallel.max(1)),
+        options,
+        progress,
+    };
+    let nodes: Vec<FleetNode> = join_all(targets.iter().enumerate().map(|(index, target)| {
+        let shared = &shared;
+        async move {
+            let node = run_node(index, target, base, shared).await;
+            shared.ended(index, &node);
+            node
         }
-        probed
     }))
     .await;
-    let total = targets.len();
-    let tolerated = options.max_fail.map(|threshold| threshold.of(total));
-    let failed = AtomicUsize::new(
-        probed
-            .iter()
-            .filter(|probed| matches!(probed, Probed::Ended(node) if !node.ok))
-            .count(),
-    );
-    let batch_size = options
-        .batch
-        .map_or(total, |threshold| threshold.of(total))
-        .max(1);
-    let slots = Semaphore::new(options.parallel.max(1));
-    let mut nodes: Vec<Option<FleetNode>> = Vec::with_capacity(total);
-    let mut ready = Vec::new();
-    for (index, probed) in probed.into_iter().enumerate() {
-        match probed {
-            Probed::Ended(node) => nodes.push(Some(*node)),
-            Probed::Ready { .. } => {
-                nodes.push(None);
-                ready.push((index, probed));
-            }
-        }
-    }
-    for batch in ready.chunks(batch_size) {
-        let results = join_all(batch.iter().map(|(index, probed)| {
-            let (slots, failed) = (&slots, &failed);
-            async move {
-                let Probed::Ready {
-                    transport,
-                    prepared,
-                    facts,
-                    started,
-                } = probed
-                else {
-                    return (*index, None);
-                };
-                let host = transport.name();
-                let _slot = slots.acquire().await.ok();
-                let failures = failed.load(Ordering::SeqCst);
-                if tolerated.is_some_and(|tolerated| failures > tolerated) {
-                    let node = FleetNode {
-                        host: host.to_string(),
-                        ok: false,
-                        result: NodeResult::Skipped,
-                        cause: Some(format!(
-                            "not started: {failures} nodes had failed (--max-fail {})",
-                            options.max_fail.map(|t| t.to_string()).unwrap_or_default()
-                        )),
-                        detail: None,
-                        steps_changed: 0,
-                        seconds: 0.0,
-                        time_to_ready_ms: None,
-                        round_trips: transport.round_trips(),
-                        steps: Vec::new(),
-                        verification: None,
-                    };
-                    progress.finished(&node);
-                    return (*index, Some(node));
-                }
-                let reporter = NodeReporter { host, progress };
-                let result = converge::converge_probed(
-                    transport,
-                    prepared,
-                    (**facts).clone(),
-                    *started,
-                    &options.apply,
-                    &reporter,
-                )
-                .await;
-                let node = match result {
-                    Ok(outcome) => from_outcome(outcome),
-                    Err(error) => {
-                        let mut node = ended(host, result_of(&error), &error, *started);
-                        node.round_trips = transport.round_trips();
-                        node
-                    }
-                };
-                if !node.ok {
-                    failed.fetch_add(1, Ordering::SeqCst);
-                }
-                progress.finished(&node);
-                (*index, Some(node))
-            }
-        }))
-        .await;
-        for (index, node) in results {
-            nodes[index] = node;
-        }
-    }
-    let nodes: Vec<FleetNode> = nodes.into_iter().flatten().collect();
     FleetOutcome {
         run,
         ok: nodes.iter().all(|node| node.ok),

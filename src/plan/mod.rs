@@ -57,6 +57,8 @@ pub struct PlanInput<'a> {
     /// The command that records the sha256 of locked files without one, for this
     /// manifest and node, e.g. `upgrade index hash manifests/x.yaml --facts f.json`.
     pub hash_command: &'a str,
+    /// Who downloads the locked files: the node, or the controller (which sends them).
+    pub fetch: steps::FetchMode,
 }
 
 /// One node's plan.
@@ -138,6 +140,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         index_urls,
         env,
         hash_command,
+        fetch,
     } = input;
     let python = &manifest.target.python;
     let mut steps = Vec::new();
@@ -175,15 +178,20 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
             package_facts,
             index_urls,
             hash_command,
+            *fetch,
         )?);
     }
-    // Build requirements of source installs come from the first open index.
-    let build_index = manifest
-        .indexes
-        .iter()
-        .find(|index| !index.explicit)
-        .and_then(|index| index_urls.get(&index.name))
-        .map(String::as_str);
+    // Build requirements of source installs come from the first open index; a node
+    // whose files the controller fetches reaches none.
+    let build_index = match fetch {
+        steps::FetchMode::Controller => Some(steps::source::NO_INDEX),
+        steps::FetchMode::Node => manifest
+            .indexes
+            .iter()
+            .find(|index| !index.explicit)
+            .and_then(|index| index_urls.get(&index.name))
+            .map(String::as_str),
+    };
     for package in &manifest.packages {
         if let PackageOrigin::Git(git) = &package.origin {
             steps.push(steps::source::plan(
@@ -193,6 +201,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
                 manifest_dir,
                 build_index,
                 package_facts,
+                *fetch,
             )?);
         }
     }

@@ -2,7 +2,7 @@
 //! output tail and the verification launch, every value escaped for the terminal.
 
 use crate::converge::NodeOutcome;
-use crate::exec::launch::{LaunchFailure, LaunchOutcome};
+use crate::exec::launch::LaunchOutcome;
 
 use super::text_value;
 
@@ -39,7 +39,7 @@ pub fn launch(node: &str, outcome: &LaunchOutcome) -> String {
             out.push_str(&format!(
                 "{}: verification failed: {}\n",
                 text_value(node),
-                text_value(&describe_failure(failure))
+                text_value(&failure.to_string())
             ));
             for line in last_lines {
                 out.push_str(&format!("      | {}\n", text_value(line)));
@@ -92,27 +92,10 @@ pub fn node(report: &NodeOutcome) -> String {
     out
 }
 
-/// Why a launch failed, in words, e.g. ``a log line matched `Traceback`: Traceback (most
-/// recent call last):``.
-fn describe_failure(failure: &LaunchFailure) -> String {
-    match failure {
-        LaunchFailure::FailPattern { pattern, line } => {
-            format!("a log line matched `{pattern}`: {line}")
-        }
-        LaunchFailure::Exited => "the server exited before its ready line".to_string(),
-        LaunchFailure::Timeout { seconds } => {
-            format!("no ready line within {seconds} s")
-        }
-        LaunchFailure::Unhealthy { url, detail } => {
-            format!("`{url}` did not answer 200: {detail}")
-        }
-        LaunchFailure::StartFailed { detail } => format!("the server did not start: {detail}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::launch::LaunchFailure;
 
     #[test]
     fn failures_read_as_words() {

@@ -9,22 +9,10 @@ pub mod facts;
 pub mod fleet;
 pub mod validate;
 
-use std::error::Error;
 use std::fmt::Write;
 
+pub use crate::error_chain::error_chain;
 use crate::manifest::is_bidi_control;
-
-/// Render an error and its `#[source]` chain, one cause per line, e.g.
-/// `Failed to parse rule file ...\n  caused by: ...`.
-pub fn error_chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let _ = write!(text, "\n  caused by: {cause}");
-        source = cause.source();
-    }
-    text
-}
 
 /// Escape control characters so a value stays on its line, e.g. `a\nb` → `a\\nb`;
 /// bidirectional controls (e.g. U+202E, which shows `cod.exe` as `exe.doc`) and the

@@ -92,6 +92,46 @@ impl fmt::Display for StepKind {
 /// root-owned 0700 directory, refused when another user owns it or may write to it.
 pub const STAGING_DIR: &str = "/var/tmp/cuda-upgrade";
 
+/// Where the pip step finds the wheels the controller sent (`--fetch controller`):
+/// one file per locked file, under its own name, inside the root-only staging directory.
+pub const WHEELS_DIR: &str = "/var/tmp/cuda-upgrade/wheels";
+
+/// Who downloads the locked files of a node's packages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FetchMode {
+    /// The node itself, from each file's index (it needs a route to the indexes).
+    #[default]
+    Node,
+    /// The controller, once per file for the whole fleet: verified by sha256, kept in
+    /// its download cache, and sent to each node that lacks it; pip then installs
+    /// with `--no-index --find-links`.
+    Controller,
+}
+
+impl std::str::FromStr for FetchMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "node" => Ok(Self::Node),
+            "controller" => Ok(Self::Controller),
+            other => Err(format!(
+                "`{other}` is not a fetch mode (`controller` or `node`)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for FetchMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Node => "node",
+            Self::Controller => "controller",
+        })
+    }
+}
+
 /// Where secret values of the env step live on the node: root-only files in a
 /// root-owned 0700 directory, read by the managed block at interpreter start.
 pub const SECRETS_DIR: &str = "/etc/cuda-upgrade/secrets";
@@ -163,6 +203,34 @@ pub enum Operation {
         /// e.g. `0o700`.
         mode: u32,
     },
+    /// Fetch a locked file of an index on the controller (its URL from the index's
+    /// project page, once per digest: a verified copy in the download cache is reused),
+    /// then stream it into the staging directory on the node, unless the node already
+    /// has a file of that digest there.
+    FetchIndexFile {
+        /// The index's name in the lock, e.g. `pytorch-cu130`.
+        index: String,
+        /// Its URL (may carry credentials: never shown).
+        index_url: String,
+        /// The project, e.g. `torch`.
+        project: String,
+        /// The file's name, e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
+        file: String,
+        /// Its digest from the lock.
+        sha256: crate::manifest::Sha256,
+        /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/wheels/torch-….whl`.
+        path: PathBuf,
+    },
+    /// Make a `git bundle` of a repository's revision on the controller (its clone kept
+    /// in the download cache) and stream it into the staging directory on the node.
+    GitBundle {
+        /// The repository (may carry credentials: shown redacted).
+        url: String,
+        /// The pinned revision, e.g. `v0.5.9`.
+        rev: String,
+        /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/bundles/sglang.bundle`.
+        path: PathBuf,
+    },
     /// Replace (or append) the managed block of a file, keeping every other byte;
     /// creates the file when missing. A file whose markers do not pair up is refused.
     ReplaceBlock {
@@ -209,6 +277,21 @@ impl Operation {
             } => {
                 format!("download {url} (sha256 {sha256}) to {}", path.display())
             }
+            Self::FetchIndexFile {
+                index,
+                file,
+                sha256,
+                path,
+                ..
+            } => format!(
+                "send {file} from index `{index}` (sha256 {sha256}, fetched once on the controller) to {}",
+                path.display()
+            ),
+            Self::GitBundle { url, rev, path } => format!(
+                "send a git bundle of {}@{rev}, made on the controller, to {}",
+                crate::manifest::redact_url(url),
+                path.display()
+            ),
             Self::ReplaceBlock { path, block, .. } => {
                 format!(
                     "rewrite the managed block of {} (links followed; owner and mode kept):\n{block}",

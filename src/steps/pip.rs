@@ -13,7 +13,10 @@ use crate::manifest::has_credentials;
 use crate::resolve::{Lock, LockedSource};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
-use super::{Action, Operation, Placement, SECRETS_DIR, STAGING_DIR, Step, StepKind, Verification};
+use super::{
+    Action, FetchMode, Operation, Placement, SECRETS_DIR, STAGING_DIR, Step, StepKind,
+    Verification, WHEELS_DIR,
+};
 
 /// Packages that belong to the environment itself and are never removed.
 const TOOLING: &[&str] = &["pip", "setuptools", "wheel"];
@@ -43,13 +46,16 @@ pub enum PipError {
 
 /// Plan the step. `index_urls` maps each index name of the lock to its URL;
 /// `hash_command` is the command that records missing digests (the step blocks with it,
-/// plus `--package NAME`, when a locked file has no sha256).
+/// plus `--package NAME`, when a locked file has no sha256). With
+/// [`FetchMode::Controller`] the node reaches no index: the controller sends it the
+/// files and pip installs them with `--no-index --find-links`.
 pub fn plan(
     lock: &Lock,
     python: &Path,
     facts: &NodeFacts,
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
+    fetch: FetchMode,
 ) -> Result<Step, PipError> {
     let installed: BTreeMap<String, Option<String>> = facts
         .packages
@@ -66,6 +72,7 @@ pub fn plan(
     let mut expected: Vec<(String, String)> = Vec::new();
     let mut keep: BTreeSet<&str> = TOOLING.iter().copied().collect();
     let mut unhashed: Vec<PipError> = Vec::new();
+    let mut sent: Vec<Operation> = Vec::new();
     for package in &lock.packages {
         keep.insert(package.name.as_str());
         let LockedSource::Index {
@@ -81,7 +88,10 @@ pub fn plan(
         {
             continue;
         }
-        let Some(sha256) = sha256.as_ref() else {
+        let digest = sha256
+            .as_ref()
+            .and_then(|sha256| sha256.parse::<crate::manifest::Sha256>().ok());
+        let (Some(sha256), Some(digest)) = (sha256.as_ref(), digest) else {
             unhashed.push(PipError::MissingHash {
                 package: package.name.clone(),
                 version: package.version.clone(),
@@ -90,12 +100,20 @@ pub fn plan(
             install.push(format!("{}=={}", package.name, package.version));
             continue;
         };
-        if !index_urls.contains_key(index) {
+        let Some(index_url) = index_urls.get(index) else {
             return Err(PipError::UnknownIndex {
                 package: package.name.clone(),
                 index: index.clone(),
             });
-        }
+        };
+        sent.push(Operation::FetchIndexFile {
+            index: index.clone(),
+            index_url: index_url.clone(),
+            project: package.name.clone(),
+            file: file.clone(),
+            sha256: digest,
+            path: PathBuf::from(WHEELS_DIR).join(file),
+        });
         let was = match installed.get(&package.name) {
             Some(Some(version)) => format!(" (was {version})"),
             Some(None) => " (was a direct URL install)".to_string(),
@@ -114,6 +132,18 @@ pub fn plan(
         .collect();
     let python_text = python.display().to_string();
     let mut operations = Vec::new();
+    if fetch == FetchMode::Controller && !by_index.is_empty() {
+        let file = PathBuf::from(STAGING_DIR).join("requirements-sent.txt");
+        let lines: String = by_index.values().flatten().map(String::as_str).collect();
+        operations.extend(sent);
+        operations.push(Operation::staged(file.clone(), lines.into_bytes()));
+        operations.push(Operation::Run(
+            pip_install(NodeCommand::new(python_text.clone()))
+                .args(["--no-index", "--find-links", WHEELS_DIR, "-r"])
+                .arg(file.display().to_string()),
+        ));
+        by_index.clear();
+    }
     for (index, lines) in &by_index {
         let file = PathBuf::from(STAGING_DIR).join(format!("requirements-{index}.txt"));
         operations.push(Operation::staged(file.clone(), lines.concat().into_bytes()));
@@ -196,19 +226,7 @@ exec "$@"
 /// with credentials (`https://user:token@…`, `?token=…`) is written to a root-only file
 /// under [`SECRETS_DIR`] and reaches pip through its environment instead.
 fn install_from(python: &str, index: &str, url: &str, requirements: &Path) -> Vec<Operation> {
-    let pip = |command: NodeCommand| {
-        command
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--no-deps",
-                "--require-hashes",
-                "--no-input",
-            ])
-            .args(["--disable-pip-version-check", "--no-cache-dir"])
-            .bounded(INSTALL_BOUND)
-    };
+    let pip = pip_install;
     if !has_credentials(url) {
         return vec![Operation::Run(
             pip(NodeCommand::new(python))
@@ -236,6 +254,21 @@ fn install_from(python: &str, index: &str, url: &str, requirements: &Path) -> Ve
             .arg(requirements.display().to_string()),
         ),
     ]
+}
+
+/// `COMMAND -m pip install --no-deps --require-hashes …`, bounded as an install.
+fn pip_install(command: NodeCommand) -> NodeCommand {
+    command
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--require-hashes",
+            "--no-input",
+        ])
+        .args(["--disable-pip-version-check", "--no-cache-dir"])
+        .bounded(INSTALL_BOUND)
 }
 
 /// Why the step blocks on files without a sha256, ending in the one command that

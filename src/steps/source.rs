@@ -11,12 +11,17 @@ use crate::facts::NodeFacts;
 use crate::manifest::{GitSource, has_credentials, redact_url};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
-use super::{Action, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
+use super::{Action, FetchMode, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
 
 /// Where checkouts live on the node.
 pub const CHECKOUT_DIR: &str = "/var/lib/cuda-upgrade/src";
 /// Where install records live on the node (the probe reads them).
 pub const RECORD_DIR: &str = "/var/lib/cuda-upgrade/records";
+
+/// The build index that means "none": the build runs with `--no-index` (the node may
+/// have no route to any index, `--fetch controller`); its build requirements must then
+/// already be on the node.
+pub const NO_INDEX: &str = "-";
 
 /// Failed to plan a source install.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +40,7 @@ pub enum SourceError {
 /// Fetch, check out, patch, install, record. Arguments: url rev checkout python
 /// subdirectory record package index-url git-url-file index-url-file patch... The build
 /// runs isolated, its build requirements from the index (empty: pip's own configuration
-/// on the node).
+/// on the node; [`NO_INDEX`]: no index at all).
 ///
 /// A URL with credentials never appears on a command line: `url` and `index-url` are
 /// then the masked forms, and the real ones are read from root-only files (removed at
@@ -54,6 +59,8 @@ if [ -n "$index_url_file" ]; then
     PIP_INDEX_URL=$(cat -- "$index_url_file"); rm -f -- "$index_url_file"
     export PIP_INDEX_URL
 fi
+no_index=
+if [ "$index_url" = - ]; then no_index=1; index_url=; fi
 if [ -d "$checkout/.git" ]; then
     git -C "$checkout" remote set-url -- origin "$url"
     git -C "$checkout" fetch --quiet --tags --force origin
@@ -75,7 +82,7 @@ for patch in "$@"; do
     fi
 done
 commit=$(git -C "$checkout" rev-parse HEAD)
-"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${index_url:+--index-url "$index_url"} -- "$checkout/$subdirectory"
+"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${no_index:+--no-index} ${index_url:+--index-url "$index_url"} -- "$checkout/$subdirectory"
 mkdir -p -- "$(dirname -- "$record")"
 "$python" - "$record" "$package" "$url" "$rev" "$commit" "$subdirectory" "$python" "$@" <<'PYTHON'
 import hashlib, json, os, sys
@@ -90,7 +97,11 @@ os.replace(temporary, record)
 PYTHON
 "#;
 
-/// Plan the step for one git package. `manifest_dir` resolves patch paths.
+/// Plan the step for one git package. `manifest_dir` resolves patch paths. With
+/// [`FetchMode::Controller`] the node clones nothing from the repository: the controller
+/// sends a `git bundle` of the pinned revision, and git on the node reads the
+/// repository's URL as that bundle (`url.BUNDLE.insteadOf`, as for a URL with
+/// credentials), so the install record names the repository as before.
 pub fn plan(
     package: &str,
     git: &GitSource,
@@ -98,6 +109,7 @@ pub fn plan(
     manifest_dir: &Path,
     build_index: Option<&str>,
     facts: &NodeFacts,
+    fetch: FetchMode,
 ) -> Result<Step, SourceError> {
     let mut patches = Vec::new();
     for path in &git.patches {
@@ -171,11 +183,30 @@ pub fn plan(
             operations.push(Operation::staged(remote, content));
         }
         let build_index = build_index.unwrap_or_default();
-        let git_url_file = secret_file(
-            &mut operations,
-            &git.url,
-            format!("source-{package}.git-url"),
-        );
+        let git_url_file = match fetch {
+            FetchMode::Node => secret_file(
+                &mut operations,
+                &git.url,
+                format!("source-{package}.git-url"),
+            ),
+            FetchMode::Controller => {
+                let bundle = PathBuf::from(super::STAGING_DIR)
+                    .join("bundles")
+                    .join(format!("{package}.bundle"));
+                operations.push(Operation::GitBundle {
+                    url: git.url.clone(),
+                    rev: git.rev.clone(),
+                    path: bundle.clone(),
+                });
+                let path = PathBuf::from(SECRETS_DIR).join(format!("source-{package}.git-url"));
+                operations.push(Operation::Upload {
+                    path: path.clone(),
+                    placement: Placement::Secret,
+                    content: bundle.display().to_string().into_bytes(),
+                });
+                path.display().to_string()
+            }
+        };
         let index_url_file = secret_file(
             &mut operations,
             build_index,
@@ -269,6 +300,7 @@ mod tests {
             Path::new("."),
             Some(&index),
             &facts(),
+            FetchMode::Node,
         )
         .unwrap();
         assert!(!step.reason.contains(TOKEN), "{}", step.reason);

@@ -39,6 +39,16 @@ pub enum DownloadError {
         /// Of what arrived.
         actual: String,
     },
+    /// The repository could not be cloned or bundled on the controller.
+    #[error("Failed to bundle `{url}` at `{rev}` on the controller: {reason}")]
+    Git {
+        /// The repository (without credentials).
+        url: String,
+        /// The revision.
+        rev: String,
+        /// What git reported.
+        reason: String,
+    },
     /// The cache could not be written.
     #[error("Failed to write `{}`", path.display())]
     Io {
@@ -88,6 +98,20 @@ pub async fn sha256_of(path: &Path) -> std::io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
+/// Where the cache keeps the file `name` of this digest.
+fn cache_path(name: &str, sha256: &Digest256, cache_dir: &Path) -> PathBuf {
+    cache_dir.join(format!("{}-{name}", &sha256.as_str()[..16]))
+}
+
+/// The verified copy of `name` in the cache, when there is one (no network).
+pub async fn cached(name: &str, sha256: &Digest256, cache_dir: &Path) -> Option<PathBuf> {
+    let path = cache_path(name, sha256, cache_dir);
+    let flight = in_flight(&path);
+    let _flight = flight.lock().await;
+    (path.is_file() && sha256_of(&path).await.ok().as_deref() == Some(sha256.as_str()))
+        .then_some(path)
+}
+
 /// Fetch `url` into `cache_dir` unless a verified copy is there; returns its path.
 pub async fn fetch(
     url: &str,
@@ -99,7 +123,18 @@ pub async fn fetch(
         .next()
         .filter(|name| !name.is_empty())
         .unwrap_or("download");
-    let final_path = cache_dir.join(format!("{}-{name}", &sha256.as_str()[..16]));
+    fetch_as(url, name, sha256, cache_dir).await
+}
+
+/// [`fetch`], kept in the cache under `name` (e.g. a wheel's file name, which its
+/// URL may spell percent-encoded).
+pub async fn fetch_as(
+    url: &str,
+    name: &str,
+    sha256: &Digest256,
+    cache_dir: &Path,
+) -> Result<PathBuf, DownloadError> {
+    let final_path = cache_path(name, sha256, cache_dir);
     // Nodes of a fleet fetch the same file at once: one download, the others wait for it
     // and find it verified in the cache.
     let flight = in_flight(&final_path);
@@ -163,6 +198,141 @@ pub async fn fetch(
         .await
         .map_err(io(&final_path))?;
     Ok(final_path)
+}
+
+/// The longest one git command on the controller may run (a first clone of a large
+/// repository included).
+const GIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// Run `git ARGS` on the controller; its stdout, or `failed` with its stderr (credentials
+/// in URLs masked).
+async fn run_git(
+    args: &[&std::ffi::OsStr],
+    failed: &dyn Fn(String) -> DownloadError,
+) -> Result<String, DownloadError> {
+    let mut command = tokio::process::Command::new("git");
+    command
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(GIT_BOUND, command.output())
+        .await
+        .map_err(|_| failed(format!("git ran past {} s", GIT_BOUND.as_secs())))?
+        .map_err(|error| failed(format!("git could not run: {error}")))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        Err(failed(crate::manifest::redact_text(
+            String::from_utf8_lossy(&output.stderr).trim(),
+        )))
+    }
+}
+
+/// A `git bundle` of `rev` of the repository at `url`, made from a bare clone kept in
+/// `cache_dir/git` (fetched again only when it lacks `rev`); returns the bundle's path.
+/// A revision that is a commit rather than a ref is bundled as `refs/heads/pinned`.
+pub async fn git_bundle(url: &str, rev: &str, cache_dir: &Path) -> Result<PathBuf, DownloadError> {
+    use std::ffi::OsStr;
+    let shown = crate::manifest::redact_url(url);
+    let failed = |reason: String| DownloadError::Git {
+        url: shown.clone(),
+        rev: rev.to_string(),
+        reason,
+    };
+    if rev.is_empty() || rev.starts_with('-') {
+        return Err(failed(
+            "a revision may not be empty or start with `-`".to_string(),
+        ));
+    }
+    let key = hex::encode(Sha256::digest(url.as_bytes()));
+    let repo = cache_dir.join("git").join(&key[..16]);
+    let flight = in_flight(&repo);
+    let _flight = flight.lock().await;
+    let in_repo = |rest: &[&str]| -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec!["-C".into(), repo.clone().into_os_string()];
+        args.extend(rest.iter().map(|arg| std::ffi::OsString::from(*arg)));
+        args
+    };
+    let git = |args: Vec<std::ffi::OsString>| {
+        let failed = &failed;
+        async move {
+            let args: Vec<&OsStr> = args.iter().map(std::ffi::OsString::as_os_str).collect();
+            run_git(&args, failed).await
+        }
+    };
+    let commit_of = format!("{rev}^{{commit}}");
+    if !repo.join("HEAD").is_file() {
+        tokio::fs::create_dir_all(cache_dir.join("git"))
+            .await
+            .map_err(io(cache_dir))?;
+        let clone: Vec<std::ffi::OsString> = vec![
+            "clone".into(),
+            "--bare".into(),
+            "--quiet".into(),
+            "--".into(),
+            url.into(),
+            repo.clone().into_os_string(),
+        ];
+        git(clone).await?;
+    } else if git(in_repo(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        "--end-of-options",
+        &commit_of,
+    ]))
+    .await
+    .is_err()
+    {
+        git(in_repo(&[
+            "fetch",
+            "--quiet",
+            "--force",
+            "--tags",
+            "--",
+            url,
+            "+refs/heads/*:refs/heads/*",
+        ]))
+        .await?;
+    }
+    let commit = git(in_repo(&[
+        "rev-parse",
+        "--verify",
+        "--end-of-options",
+        &commit_of,
+    ]))
+    .await?;
+    let is_ref = git(in_repo(&["show-ref", "--", rev]))
+        .await
+        .is_ok_and(|refs| !refs.is_empty());
+    let bundles = cache_dir.join("bundles");
+    tokio::fs::create_dir_all(&bundles)
+        .await
+        .map_err(io(&bundles))?;
+    let bundle = bundles.join(format!(
+        "{}-{}.bundle",
+        &key[..16],
+        commit.get(..16).unwrap_or(&commit)
+    ));
+    let partial = bundle.with_extension(format!("partial.{}", std::process::id()));
+    let partial_arg = partial.display().to_string();
+    if is_ref {
+        git(in_repo(&["bundle", "create", "--quiet", &partial_arg, rev])).await?;
+    } else {
+        git(in_repo(&["update-ref", "refs/heads/pinned", &commit])).await?;
+        git(in_repo(&[
+            "bundle",
+            "create",
+            "--quiet",
+            &partial_arg,
+            "refs/heads/pinned",
+        ]))
+        .await?;
+    }
+    tokio::fs::rename(&partial, &bundle)
+        .await
+        .map_err(io(&bundle))?;
+    Ok(bundle)
 }
 
 #[cfg(test)]

@@ -345,12 +345,33 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 """
 
 
+# (overlay, path inside it) of every directory cuda-upgrade writes on a node; /run is a
+# tmpfs of the node's own already.
+# Each with the mode the tool gives it when it makes it: the staging
+# directory is private (root-only, 0700).
+TOOL_DIRS = (("var", "lib/cuda-upgrade", 0o755), ("var", "tmp/cuda-upgrade", 0o700),
+             ("etc", "cuda-upgrade", 0o755), ("root", ".cache/cuda-upgrade", 0o755),
+             ("root", ".config/cuda-upgrade", 0o755))
+
+
+def hide_lower(directory, mode):
+    """Make `directory` of a node's upper layer opaque: the node sees only what it holds."""
+    if not directory.is_dir():
+        directory.mkdir(parents=True)
+        directory.chmod(mode)
+    os.setxattr(directory, "trusted.overlay.opaque", b"y")
+
+
 def prepare_node(state, node, template, client_pub):
     node_dir = Path(node["dir"])
     upper = node_dir / "upper"
     for name in OVERLAYS:
         (upper / name).mkdir(parents=True, exist_ok=True)
         (node_dir / "work" / name).mkdir(parents=True, exist_ok=True)
+    # The tool's own directories start empty whatever the host (or the persona's stack)
+    # holds: an opaque directory in the node's layer hides every layer below it.
+    for name, path, mode in TOOL_DIRS:
+        hide_lower(upper / name / path, mode)
     # The persona's software stack is a shared read-only overlay layer.
     write(node_dir / "template", f"{template}\n" if template is not None else "")
     tmp = node_dir / "tmp"
