@@ -171,6 +171,14 @@ pub struct PlanArgs {
     /// the pip step.
     #[arg(long = "wheels", value_name = "DIR")]
     pub wheels: Vec<PathBuf>,
+    /// Exit 0 when there is nothing to do, 2 when the plan has changes, 1 on an error or
+    /// a blocked step (Terraform's `-detailed-exitcode`, for CI).
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// List every package the plan installs, upgrades, downgrades and removes
+    /// (downgrades and removals are always listed, the first 20 of each without it).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,

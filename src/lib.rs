@@ -26,4 +26,5 @@ pub mod rules;
 pub mod settings;
 pub mod shell;
 pub mod steps;
+pub mod text;
 pub mod transport;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use cuda_upgrade::cli::Cli;
+use cuda_upgrade::cli::{Cli, Command};
 use cuda_upgrade::commands::{self, ExitStatus};
 use cuda_upgrade::exec::Reporter;
 use cuda_upgrade::printer::Printer;
@@ -30,11 +30,17 @@ fn main() -> ExitCode {
     } else {
         Printer::new()
     };
+    // `plan --detailed-exitcode` keeps 2 for "changes": every error exits 1.
+    let detailed = matches!(&cli.command, Command::Plan(args) if args.detailed_exitcode);
     match commands::run(cli, &mut printer) {
         Ok(status) => status.into(),
         Err(error) => {
             let _ = printer.err(&format!("error: {}\n", report::error_chain(&error)));
-            error.exit_status().into()
+            if detailed {
+                ExitStatus::Failure.into()
+            } else {
+                error.exit_status().into()
+            }
         }
     }
 }

@@ -39,6 +39,8 @@ pub enum ExitStatus {
     InvalidInput,
     /// `3`: the manifest cannot be resolved.
     Unresolvable,
+    /// `2` with `plan --detailed-exitcode`: the plan has changes (and none is blocked).
+    Changes,
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -46,7 +48,7 @@ impl From<ExitStatus> for ExitCode {
         ExitCode::from(match status {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
-            ExitStatus::InvalidInput => 2,
+            ExitStatus::InvalidInput | ExitStatus::Changes => 2,
             ExitStatus::Unresolvable => 3,
         })
     }

@@ -16,6 +16,7 @@ use crate::plan;
 use crate::printer::Printer;
 use crate::resolve::Lock;
 use crate::steps::StepKind;
+use crate::text::text_value;
 
 /// Plan the node and print (and optionally save) the plan.
 pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -46,6 +47,17 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         directories => Some(check_wheels(&lock, directories)?),
     };
     if let Some(check) = &wheel_check
+        && check.at_hand.found.is_empty()
+    {
+        node_plan.block(
+            StepKind::PipPins,
+            format!(
+                "none of the lock's {} wheels is in {}: nothing was ABI-checked",
+                check.at_hand.wanted(),
+                text_value(&check.directories.join(", "))
+            ),
+        );
+    } else if let Some(check) = &wheel_check
         && !check.report.ok
     {
         node_plan.block(
@@ -80,7 +92,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     }
     let text = match args.format {
         PlanFormat::Text => {
-            let mut text = plan::text(&node_plan);
+            let mut text = plan::text(&node_plan, args.verbose);
             if let Some(check) = &wheel_check {
                 text.push_str(&check.text());
             }
@@ -98,7 +110,19 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         }
     };
     printer.out(&text).map_err(CommandError::Output)?;
-    Ok(ExitStatus::Success)
+    Ok(exit_status(&node_plan, args.detailed_exitcode))
+}
+
+/// A blocked step fails the plan (`apply` would refuse the node); with
+/// `--detailed-exitcode`, changes exit 2 and nothing to do exits 0.
+fn exit_status(plan: &plan::NodePlan, detailed: bool) -> ExitStatus {
+    if !plan.blocked().is_empty() {
+        ExitStatus::Failure
+    } else if detailed && !plan.is_converged() {
+        ExitStatus::Changes
+    } else {
+        ExitStatus::Success
+    }
 }
 
 /// The ABI check of the lock's wheels found in `--wheels` directories.
@@ -118,15 +142,19 @@ impl WheelCheck {
             "\nabi-check of the locked wheels before install: {} of {} found in {}\n",
             self.at_hand.found.len(),
             self.at_hand.wanted(),
-            crate::report::text_value(&label)
+            text_value(&label)
         );
         if !self.at_hand.absent.is_empty() {
             out.push_str(&format!(
                 "  not checked (not in those directories): {}\n",
-                crate::report::text_value(&self.at_hand.absent.join(", "))
+                text_value(&self.at_hand.absent.join(", "))
             ));
         }
-        out.push_str(&self.report.text("wheels"));
+        if self.at_hand.found.is_empty() {
+            out.push_str("wheels: abi-check NOT RUN: none of the locked wheels was found\n");
+        } else {
+            out.push_str(&self.report.text("wheels"));
+        }
         out
     }
 
@@ -136,6 +164,7 @@ impl WheelCheck {
             "wheels_found": self.at_hand.found.len(),
             "wheels_locked": self.at_hand.wanted(),
             "not_checked": self.at_hand.absent,
+            "checked": !self.at_hand.found.is_empty(),
             "report": self.report,
         })
     }

@@ -20,6 +20,7 @@ use super::redact::{has_credentials, redact_text, redact_url};
 use super::yaml::{self, Key, Node, NodeKind, Span};
 use crate::cuda::{CudaVersion, DriverVersion, GpuArch};
 use crate::shell;
+use crate::text::is_bidi_control;
 
 /// Where a manifest comes from: a file, or a file at a git revision (`REV:PATH`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1751,12 +1752,6 @@ fn is_variable_name(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// The Unicode bidirectional controls (embeddings, overrides, isolates and marks),
-/// which reorder how text is shown, e.g. U+202E RIGHT-TO-LEFT OVERRIDE.
-pub(crate) fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The first line of a parser's multi-line message, without its trailing colon.

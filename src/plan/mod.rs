@@ -13,6 +13,7 @@ use crate::facts::NodeFacts;
 use crate::manifest::{Manifest, PackageOrigin, Verify};
 use crate::resolve::Lock;
 use crate::steps::env::ResolvedVar;
+use crate::steps::pip::{PackageCounts, PackageDiff};
 use crate::steps::{self, Action, Step};
 
 pub use render::{json, text};
@@ -70,6 +71,9 @@ pub struct NodePlan {
     pub steps: Vec<Step>,
     /// The verification launch that ends `apply`.
     pub verify: Option<Verify>,
+    /// What the pip step does to each package; `None` when the manifest does not
+    /// manage the environment's packages.
+    pub packages: Option<PackageDiff>,
 }
 
 /// How many steps of each action a plan has.
@@ -83,6 +87,10 @@ pub struct Summary {
     pub remove: usize,
     /// Nothing to do.
     pub unchanged: usize,
+    /// Steps that cannot be applied as planned (`apply` refuses the node).
+    pub blocked: usize,
+    /// What the pip step does to packages: every removal counted.
+    pub packages: PackageCounts,
 }
 
 impl NodePlan {
@@ -96,7 +104,15 @@ impl NodePlan {
                 Action::Remove => summary.remove += 1,
                 Action::NoOp => summary.unchanged += 1,
             }
+            if step.blocked.is_some() {
+                summary.blocked += 1;
+            }
         }
+        summary.packages = self
+            .packages
+            .as_ref()
+            .map(PackageDiff::counts)
+            .unwrap_or_default();
         summary
     }
 
@@ -168,14 +184,11 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         *facts
     };
     // A manifest without packages does not manage the environment's packages.
+    let mut packages = None;
     if !manifest.packages.is_empty() {
-        steps.push(steps::pip::plan(
-            lock,
-            python,
-            package_facts,
-            index_urls,
-            hash_command,
-        )?);
+        let pip = steps::pip::plan(lock, python, package_facts, index_urls, hash_command)?;
+        steps.push(pip.step);
+        packages = Some(pip.packages);
     }
     // Build requirements of source installs come from the first open index.
     let build_index = manifest
@@ -210,5 +223,6 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         manifest: manifest.name.clone(),
         steps,
         verify: manifest.verify.clone(),
+        packages,
     })
 }

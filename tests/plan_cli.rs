@@ -1,0 +1,192 @@
+//! `plan` and `apply` as a reviewer reads them: exit codes that tell the truth, a
+//! package diff that shows every downgrade and removal, and an apply that asks.
+//!
+//! See: issue 19 — each test here failed before it: a blocked plan exited 0, the
+//! summary had no blocked count, removals were counted as `0 to remove`, a downgrade
+//! hid inside "and 133 more", and apply changed a node without asking.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails loudly at the first surprise"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const H200_FACTS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/facts/h200.facts.json"
+);
+const SEED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/manifests/sglang-0.5.9-cu130.yaml"
+);
+
+fn upgrade(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run upgrade")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
+}
+
+/// A manifest for the H200's venv (`/opt/torch/.venv`) with `extra` appended.
+fn venv_manifest(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "schema: 1\nname: {name}\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\n{extra}"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A snapshot with one release of torch, 2.9.1, hashed: the H200's venv has 2.11.0.
+fn torch_snapshot(dir: &Path) -> PathBuf {
+    let path = dir.join("snapshot.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"schema": 1, "recorded": "2026-12-03", "how": "by hand, for a test",
+  "universe": {{"indexes": [{{"name": "local", "packages": {{
+    "torch": [{{"version": "2.9.1", "requires_dist": [], "files": [{{"filename": "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl", "sha256": "{}"}}]}}]
+  }}}}]}}}}"#,
+            "ab".repeat(32)
+        ),
+    )
+    .unwrap();
+    path
+}
+
+const TORCH_ONLY: &str = "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==2.9.1\"\n";
+
+/// The README's main job: two blocked steps (the toolkit over one installed by other
+/// means, torchaudio's missing sha256). The plan is printed, counts them, and exits 1.
+#[test]
+fn a_blocked_plan_fails_and_counts_its_blocked_steps() {
+    let output = upgrade(&["plan", SEED, "--facts", H200_FACTS]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .ends_with("0 unchanged, 2 blocked"),
+        "{text}"
+    );
+    assert!(
+        text.contains("blocked: 2 steps (toolkit, pip): `apply` refuses this node"),
+        "{text}"
+    );
+    let output = upgrade(&["plan", SEED, "--facts", H200_FACTS, "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["summary"]["blocked"], 2, "{json}");
+    assert_eq!(json["summary"]["packages"]["install"], 168, "{json}");
+    // A blocked plan is an error for `--detailed-exitcode` too, never "changes".
+    let output = upgrade(&["plan", SEED, "--facts", H200_FACTS, "--detailed-exitcode"]);
+    assert_eq!(output.status.code(), Some(1));
+}
+
+/// Terraform's contract: 0 nothing to do, 2 changes, 1 error.
+#[test]
+fn detailed_exitcode_tells_nothing_to_do_from_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let converged = venv_manifest(dir.path(), "converged", "");
+    let plan = |manifest: &Path, detailed: bool| {
+        let mut args = vec!["plan", manifest.to_str().unwrap(), "--facts", H200_FACTS];
+        if detailed {
+            args.push("--detailed-exitcode");
+        }
+        upgrade(&args)
+    };
+    assert_eq!(plan(&converged, true).status.code(), Some(0));
+    let changes = venv_manifest(
+        dir.path(),
+        "changes",
+        "env:\n  CUDA_HOME: /usr/local/cuda-13.0\n",
+    );
+    let output = plan(&changes, true);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert_eq!(plan(&changes, false).status.code(), Some(0));
+    let missing = dir.path().join("missing.yaml");
+    // An error is 1 with `--detailed-exitcode` (2 means changes), 2 without it.
+    assert_eq!(plan(&missing, true).status.code(), Some(1));
+    assert_eq!(plan(&missing, false).status.code(), Some(2));
+}
+
+/// The venv holds torch 2.11.0 and 195 other packages; the lock names torch 2.9.1 only.
+/// The header counts every removal, the downgrade is listed by name, and JSON carries
+/// every list in full.
+#[test]
+fn downgrades_and_removals_are_always_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(dir.path(), "downgrade", TORCH_ONLY);
+    let snapshot = torch_snapshot(dir.path());
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            manifest.to_str().unwrap(),
+            "--facts",
+            H200_FACTS,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        upgrade(&args)
+    };
+    let output = plan(&[]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    assert!(
+        text.contains("  packages: 0 to install, 0 to upgrade, 1 to downgrade, 193 to remove\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("    downgrade torch 2.11.0 → 2.9.1\n"),
+        "{text}"
+    );
+    assert!(text.contains("    remove    absl-py 2.5.0\n"), "{text}");
+    assert!(
+        text.contains("… and 173 more to remove (`-v` lists every package)"),
+        "{text}"
+    );
+    assert!(!text.contains("and 133 more"), "{text}");
+    let verbose = stdout(&plan(&["-v"]));
+    assert_eq!(
+        verbose.matches("\n    remove    ").count(),
+        193,
+        "{verbose}"
+    );
+    assert!(!verbose.contains("more to remove"), "{verbose}");
+
+    let json: serde_json::Value =
+        serde_json::from_slice(&plan(&["--format", "json"]).stdout).unwrap();
+    assert_eq!(json["summary"]["packages"]["remove"], 193, "{json}");
+    assert_eq!(json["summary"]["packages"]["downgrade"], 1, "{json}");
+    assert_eq!(json["packages"]["remove"].as_array().unwrap().len(), 193);
+    assert_eq!(
+        json["packages"]["downgrade"][0],
+        serde_json::json!({"name": "torch", "from": "2.11.0", "to": "2.9.1"})
+    );
+    // Tooling stays: pip is never removed.
+    assert!(
+        !json["packages"]["remove"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|change| change["name"] == "pip"),
+        "{json}"
+    );
+}
