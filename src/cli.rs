@@ -235,6 +235,10 @@ pub struct ApplyArgs {
     /// before taking it. Only when that apply is known to be gone.
     #[arg(long)]
     pub break_lock: bool,
+    /// Apply without asking (scripts, CI, recipes). Without it, `apply` shows the plan
+    /// on a terminal and asks; with no terminal to ask on, it refuses.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

@@ -37,6 +37,7 @@ fn apply(
         testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "--host",
             node,
@@ -141,6 +142,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "--host",
             "node0",
@@ -208,6 +210,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     let replay = |extra: &[&str]| {
         let mut args = vec![
             "apply",
+            "--yes",
             saved.to_str().unwrap(),
             "--host",
             "node0",
@@ -496,6 +499,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
             &testbed,
             &[
                 "apply",
+                "--yes",
                 manifest.to_str().unwrap(),
                 "--host",
                 "node0",
@@ -645,6 +649,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "--host",
             "node0",

@@ -59,6 +59,7 @@ fn apply_fleet(
     let ssh_config = testbed.ssh_config().unwrap();
     let mut args = vec![
         "apply",
+        "--yes",
         manifest.to_str().unwrap(),
         "-i",
         inventory.to_str().unwrap(),
@@ -152,6 +153,7 @@ fn eight_nodes_converge_in_one_apply_and_a_second_is_all_no_op() {
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),
@@ -325,6 +327,7 @@ fn each_failure_among_eight_nodes_is_named_and_the_others_converge() {
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),
@@ -667,6 +670,7 @@ fn a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_app
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"))
         .args([
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),
@@ -734,6 +738,7 @@ fn a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_app
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),

@@ -190,3 +190,50 @@ fn downgrades_and_removals_are_always_shown() {
         "{json}"
     );
 }
+
+/// `apply` never changes a node unasked: without a terminal to ask on and without
+/// `--yes` it refuses before it connects, naming the flag.
+#[test]
+fn apply_without_a_terminal_refuses_without_yes() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(dir.path(), "asks", "");
+    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args([
+            "apply",
+            manifest.to_str().unwrap(),
+            "--host",
+            "node-that-is-never-reached",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("stdin is not a terminal"), "{text}");
+    assert!(text.contains("pass `--yes`"), "{text}");
+    // The fleet form refuses the same way, before any node is probed.
+    let inventory = dir.path().join("inventory.yml");
+    std::fs::write(
+        &inventory,
+        "all:\n  hosts:\n    node-that-is-never-reached: {}\n",
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args([
+            "apply",
+            manifest.to_str().unwrap(),
+            "-i",
+            inventory.to_str().unwrap(),
+        ])
+        .arg("--run-dir")
+        .arg(dir.path().join("runs"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("pass `--yes`"),
+        "{}",
+        stderr(&output)
+    );
+}

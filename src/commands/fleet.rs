@@ -105,6 +105,11 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             vars: host.vars.clone(),
         })
         .collect();
+    super::node::confirm_fleet(
+        args.yes,
+        &args.target,
+        targets.iter().map(|t| t.name.as_str()),
+    )?;
     // Every host's secret values are masked in every output.
     let mut secrets: Vec<String> = Vec::new();
     for target in &targets {
@@ -147,6 +152,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             context: &context,
             holder,
             break_lock: args.break_lock,
+            confirm: None,
         },
     };
     let display = FleetDisplay::new(

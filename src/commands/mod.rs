@@ -129,6 +129,11 @@ pub enum CommandError {
     /// matches the node or the manifest; nothing was changed.
     #[error(transparent)]
     Refused(ConvergeError),
+    /// `apply` without `--yes` where no terminal can ask.
+    #[error(
+        "Refusing to apply without confirmation: stdin is not a terminal to ask on; pass `--yes` to apply without asking (scripts, CI), or run it on a terminal to review the plan first"
+    )]
+    NotConfirmed,
     /// No set of releases satisfies the manifest on the node; the report says why.
     #[error("Failed to resolve `{manifest}` for this node, {report}")]
     Unresolvable {
@@ -165,6 +170,7 @@ impl From<ConvergeError> for CommandError {
             ConvergeError::Exec(error) => Self::Exec(error),
             ConvergeError::Facts(error) => Self::Facts(error),
             refused @ (ConvergeError::Blocked { .. }
+            | ConvergeError::Declined { .. }
             | ConvergeError::StalePlan { .. }
             | ConvergeError::Rollback { .. }) => Self::Refused(refused),
             ConvergeError::Locked(error) => Self::Locked(error),
@@ -176,6 +182,7 @@ impl CommandError {
     /// The exit status for this error's class.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
+            Self::Refused(ConvergeError::Declined { .. }) => ExitStatus::Failure,
             Self::Manifest(_)
             | Self::Rules(_)
             | Self::Snapshot(_)
@@ -199,6 +206,7 @@ impl CommandError {
                 | crate::abi::AbiError::Wheel { .. },
             ) => ExitStatus::InvalidInput,
             Self::Abi(_) => ExitStatus::Failure,
+            Self::NotConfirmed => ExitStatus::InvalidInput,
             Self::Live(error)
                 if matches!(
                     **error,
