@@ -480,7 +480,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
     std::fs::write(
         &manifest,
         format!(
-            "schema: 1\nname: ubuntu-smoke\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  gpu_arch: [sm_90]\n\
+            "schema: 1\nname: ubuntu-smoke\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  gpu_arch: [sm_90]\n  env_scope: interpreter\n\
              ldconfig:\n  file: /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf\n  paths: [/usr/local/cuda-13.0/targets/x86_64-linux/lib]\n  expect: [libnvrtc.so.13]\n\
              env:\n  CUDA_HOME: /usr/local/cuda-13.0\n  HF_TOKEN: {{ value: {secret}, secret: true }}\n"
         ),

@@ -191,6 +191,157 @@ fn downgrades_and_removals_are_always_shown() {
     );
 }
 
+/// `target.keep_unlocked_packages: true` keeps what the lock does not name.
+#[test]
+fn a_manifest_can_keep_unlocked_packages() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(
+        dir.path(),
+        "keep",
+        &format!("  keep_unlocked_packages: true\n{TORCH_ONLY}"),
+    );
+    let snapshot = torch_snapshot(dir.path());
+    let output = upgrade(&[
+        "plan",
+        manifest.to_str().unwrap(),
+        "--facts",
+        H200_FACTS,
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["summary"]["packages"]["remove"], 0, "{json}");
+    assert_eq!(json["summary"]["packages"]["downgrade"], 1, "{json}");
+}
+
+/// See: issue 19 — the env step reached every interpreter of the node: by default the
+/// variables now go into the target venv's own `.pth` start-up file, never into the
+/// system `sitecustomize.py`, and a value the process has wins unless `override`.
+#[test]
+fn env_goes_to_the_target_environment_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(
+        dir.path(),
+        "scoped",
+        "env:\n  CUDA_HOME: /usr/local/cuda-13.0\n  NCCL_DEBUG:\n    value: WARN\n    override: true\n",
+    );
+    let output = upgrade(&["plan", manifest.to_str().unwrap(), "--facts", H200_FACTS]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    assert!(
+        text.contains("rewrite the managed block of /opt/torch/.venv/lib/python3.12/site-packages/cuda_upgrade_env.pth"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("/usr/lib/python3.12/sitecustomize.py"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"import os; os.environ.setdefault("CUDA_HOME", "/usr/local/cuda-13.0")"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"import os; os.environ["NCCL_DEBUG"] = "WARN""#),
+        "{text}"
+    );
+    // The interpreter-wide file stays possible, asked for by name.
+    let wide = venv_manifest(
+        dir.path(),
+        "wide",
+        "  env_scope: interpreter\nenv:\n  CUDA_HOME: /usr/local/cuda-13.0\n",
+    );
+    let text = stdout(&upgrade(&[
+        "plan",
+        wide.to_str().unwrap(),
+        "--facts",
+        H200_FACTS,
+    ]));
+    assert!(
+        text.contains("rewrite the managed block of /usr/lib/python3.12/sitecustomize.py"),
+        "{text}"
+    );
+}
+
+/// See: issue 19 — node facts that do not fit the manifest were planned without a word:
+/// a GPU outside `target.gpu_arch`, every GPU busy while the launch wants idle ones,
+/// facts probed for another interpreter. Each is a located warning now.
+#[test]
+fn plan_warns_about_facts_that_do_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut facts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(H200_FACTS).unwrap()).unwrap();
+    let uuid = facts["gpus"][0]["uuid"].clone();
+    facts["gpus"][0]["processes"] = serde_json::json!([
+        {"gpu_uuid": uuid, "pid": 433, "process_name": "python3", "used_memory_mib": 8710}
+    ]);
+    let busy = dir.path().join("busy.facts.json");
+    std::fs::write(&busy, facts.to_string()).unwrap();
+    let manifest = venv_manifest(
+        dir.path(),
+        "misfit",
+        "  gpu_arch: [sm_100]\nverify:\n  launch: /opt/torch/.venv/bin/python3 -m http.server\n  log: /tmp/misfit.log\n  ready: Serving\n  timeout: 1m\n",
+    );
+    let output = upgrade(&[
+        "plan",
+        manifest.to_str().unwrap(),
+        "--facts",
+        busy.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let warnings = json["warnings"].to_string();
+    assert!(
+        warnings.contains("GPU 0 (NVIDIA H200, sm_90) is not in `target.gpu_arch` [sm_100]"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("every GPU is in use (1 compute process)"),
+        "{warnings}"
+    );
+
+    let other = dir.path().join("other.yaml");
+    std::fs::write(
+        &other,
+        "schema: 1\nname: other\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/other/.venv/bin/python3\n  base_python: /usr/bin/python3\n",
+    )
+    .unwrap();
+    let output = upgrade(&["plan", other.to_str().unwrap(), "--facts", H200_FACTS]);
+    let text = stdout(&output);
+    assert!(
+        text.contains("  warning: the facts were probed for `/opt/torch/.venv/bin/python3`, not for the manifest's `target.python` `/opt/other/.venv/bin/python3`"),
+        "{text}{}",
+        stderr(&output)
+    );
+}
+
+/// See: issue 19 — `plan` failed when a secret's variable was unset on the controller,
+/// though it only shows `***`. It plans and says what `apply` will need.
+#[test]
+fn plan_needs_no_secret_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(
+        dir.path(),
+        "secret",
+        "env:\n  HF_TOKEN:\n    from_env: CUDA_UPGRADE_TEST_NEVER_SET_TOKEN\n",
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(["plan", manifest.to_str().unwrap(), "--facts", H200_FACTS])
+        .env_remove("CUDA_UPGRADE_TEST_NEVER_SET_TOKEN")
+        .output()
+        .unwrap();
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
+    assert!(
+        text.contains("warning: `CUDA_UPGRADE_TEST_NEVER_SET_TOKEN` is not set on this controller"),
+        "{text}"
+    );
+}
+
 /// `apply` never changes a node unasked: without a terminal to ask on and without
 /// `--yes` it refuses before it connects, naming the flag.
 #[test]

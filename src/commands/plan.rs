@@ -20,7 +20,7 @@ use crate::text::text_value;
 
 /// Plan the node and print (and optionally save) the plan.
 pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let prepared = converge::prepare(&args.manifest)?;
+    let (prepared, unset) = converge::prepare_for_plan(&args.manifest)?;
     let (node_name, facts) = match (&args.facts, args.node.local, &args.node.host) {
         (Some(path), _, _) => ("facts".to_string(), NodeFacts::read(path)?),
         (None, _, _) => {
@@ -42,6 +42,11 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     let hash_command = hash_command(&args.manifest, node_choice, args.snapshot.as_deref());
     let mut node_plan =
         converge::plan_for(&prepared, &node_name, &facts, &lock, &urls, &hash_command)?;
+    for variable in &unset {
+        node_plan.warnings.push(format!(
+            "`{variable}` is not set on this controller: the plan cannot compare the secret it supplies with the node's; `apply` needs it"
+        ));
+    }
     let wheel_check = match args.wheels.as_slice() {
         [] => None,
         directories => Some(check_wheels(&lock, directories)?),

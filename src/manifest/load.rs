@@ -613,6 +613,8 @@ impl Checker {
             "glibc",
             "driver",
             "gpu_arch",
+            "env_scope",
+            "keep_unlocked_packages",
         ];
         let mut fields = self.fields(node, "target", KEYS)?;
         let python = self
@@ -665,6 +667,24 @@ impl Checker {
                     .collect()
             })
             .unwrap_or_default();
+        let env_scope = fields
+            .take("env_scope")
+            .and_then(|n| {
+                let text = self.string(n, "target.env_scope")?;
+                match text.as_str() {
+                    "environment" => Some(EnvScope::Environment),
+                    "interpreter" => Some(EnvScope::Interpreter),
+                    _ => {
+                        self.error(n.span, format!("invalid `target.env_scope` `{text}`: expected `environment` (only the target environment's interpreters) or `interpreter` (the `sitecustomize.py` it imports, shared by every environment of that interpreter)"));
+                        None
+                    }
+                }
+            })
+            .unwrap_or_default();
+        let keep_unlocked_packages = fields
+            .take("keep_unlocked_packages")
+            .and_then(|n| self.boolean(n, "target.keep_unlocked_packages"))
+            .unwrap_or(false);
         self.finish(fields);
         Some(Target {
             python: python?,
@@ -673,6 +693,8 @@ impl Checker {
             glibc,
             driver,
             gpu_arch,
+            env_scope,
+            keep_unlocked_packages,
         })
     }
 
@@ -1387,7 +1409,7 @@ impl Checker {
     }
 
     fn env(&mut self, node: &Node) -> Vec<EnvVar> {
-        const KEYS: &[&str] = &["value", "from_env", "secret"];
+        const KEYS: &[&str] = &["value", "from_env", "secret", "override"];
         let NodeKind::Mapping(entries) = &node.kind else {
             self.error(
                 node.span,
@@ -1412,6 +1434,7 @@ impl Checker {
                         name: name.clone(),
                         value: EnvValue::Literal(text),
                         secret: false,
+                        override_existing: false,
                     })
                 }
                 NodeKind::Mapping(_) => {
@@ -1433,6 +1456,10 @@ impl Checker {
                     let secret = fields
                         .take("secret")
                         .and_then(|n| self.boolean(n, &format!("{what}.secret")));
+                    let override_existing = fields
+                        .take("override")
+                        .and_then(|n| self.boolean(n, &format!("{what}.override")))
+                        .unwrap_or(false);
                     let span = fields.span;
                     self.finish(fields);
                     match (literal, from_env) {
@@ -1440,12 +1467,14 @@ impl Checker {
                             name: name.clone(),
                             value: EnvValue::Literal(literal),
                             secret: secret.unwrap_or(false),
+                            override_existing,
                         }),
                         // A value taken from the controller's environment is a secret unless said otherwise.
                         (None, Some(from)) => Some(EnvVar {
                             name: name.clone(),
                             value: EnvValue::FromEnv(from),
                             secret: secret.unwrap_or(true),
+                            override_existing,
                         }),
                         (Some(_), Some(_)) => {
                             self.error(

@@ -3,6 +3,7 @@
 //! commands (secrets masked). Pure: `plan` is `apply` minus the executor.
 
 mod render;
+mod warnings;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -74,6 +75,8 @@ pub struct NodePlan {
     /// What the pip step does to each package; `None` when the manifest does not
     /// manage the environment's packages.
     pub packages: Option<PackageDiff>,
+    /// Node facts that do not fit the manifest, e.g. a GPU outside `target.gpu_arch`.
+    pub warnings: Vec<String>,
 }
 
 /// How many steps of each action a plan has.
@@ -175,6 +178,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         empty = NodeFacts {
             python: None,
             sitecustomize: None,
+            env_hook: None,
             packages: Vec::new(),
             install_records: Vec::new(),
             ..(*facts).clone()
@@ -186,7 +190,14 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
     // A manifest without packages does not manage the environment's packages.
     let mut packages = None;
     if !manifest.packages.is_empty() {
-        let pip = steps::pip::plan(lock, python, package_facts, index_urls, hash_command)?;
+        let pip = steps::pip::plan(
+            lock,
+            python,
+            package_facts,
+            index_urls,
+            hash_command,
+            manifest.target.keep_unlocked_packages,
+        )?;
         steps.push(pip.step);
         packages = Some(pip.packages);
     }
@@ -216,7 +227,13 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         // A new environment is planned against itself once it exists: `apply` probes
         // again after the python-env step and plans this step anew.
         let env_facts = if fresh_env { package_facts } else { *facts };
-        steps.push(steps::env::plan(env, &manifest.name, python, env_facts));
+        steps.push(steps::env::plan(
+            env,
+            &manifest.name,
+            python,
+            env_facts,
+            manifest.target.env_scope,
+        ));
     }
     Ok(NodePlan {
         node: node.to_string(),
@@ -224,5 +241,6 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         steps,
         verify: manifest.verify.clone(),
         packages,
+        warnings: warnings::warnings(manifest, facts),
     })
 }

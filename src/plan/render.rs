@@ -33,6 +33,9 @@ pub fn text(plan: &NodePlan, verbose: bool) -> String {
             String::new()
         }
     );
+    for warning in &plan.warnings {
+        let _ = writeln!(out, "  warning: {}", text_value(warning));
+    }
     if let Some(packages) = &plan.packages {
         packages_text(&mut out, packages, verbose);
     }
@@ -155,6 +158,7 @@ pub fn json(plan: &NodePlan) -> serde_json::Value {
         "summary": plan.summary(),
         "converged": plan.is_converged(),
         "packages": plan.packages,
+        "warnings": plan.warnings,
         "steps": plan.steps.iter().map(|step| value!({
             "kind": step.kind,
             "subject": step.subject,

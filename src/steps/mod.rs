@@ -173,6 +173,14 @@ pub enum Operation {
         /// The lines between the markers (no secret values: those live in a secret file).
         block: String,
     },
+    /// Remove the managed block of a file (markers included), keeping every other byte;
+    /// nothing happens when the file or its block is gone.
+    RemoveBlock {
+        /// e.g. `/usr/lib/python3.12/sitecustomize.py` (a link is followed).
+        path: PathBuf,
+        /// The marker name, e.g. `cuda-upgrade managed block`.
+        marker: String,
+    },
 }
 
 impl Operation {
@@ -209,6 +217,10 @@ impl Operation {
             } => {
                 format!("download {url} (sha256 {sha256}) to {}", path.display())
             }
+            Self::RemoveBlock { path, .. } => format!(
+                "remove the managed block of {} (links followed; owner, mode and every other byte kept)",
+                path.display()
+            ),
             Self::ReplaceBlock { path, block, .. } => {
                 format!(
                     "rewrite the managed block of {} (links followed; owner and mode kept):\n{block}",
@@ -270,6 +282,9 @@ pub enum Verification {
         python: PathBuf,
         /// Name and expected value (values of secrets are compared, never shown).
         variables: Vec<(String, String)>,
+        /// The names set even when the process already has them (`override: true`);
+        /// for the others a value the process was started with must win.
+        overrides: Vec<String>,
     },
 }
 

@@ -150,13 +150,15 @@ pub struct PipPlan {
 
 /// Plan the step. `index_urls` maps each index name of the lock to its URL;
 /// `hash_command` is the command that records missing digests (the step blocks with it,
-/// plus `--package NAME`, when a locked file has no sha256).
+/// plus `--package NAME`, when a locked file has no sha256). Installed packages the
+/// lock does not name are removed unless `keep_unlocked` (`target.keep_unlocked_packages`).
 pub fn plan(
     lock: &Lock,
     python: &Path,
     facts: &NodeFacts,
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
+    keep_unlocked: bool,
 ) -> Result<PipPlan, PipError> {
     let installed: BTreeMap<String, Option<String>> = facts
         .packages
@@ -217,7 +219,7 @@ pub fn plan(
     }
     let remove: Vec<String> = installed
         .keys()
-        .filter(|name| !keep.contains(name.as_str()))
+        .filter(|name| !keep_unlocked && !keep.contains(name.as_str()))
         .cloned()
         .collect();
     packages.remove = remove
