@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use cuda_upgrade::cli::{Cli, Command};
+use cuda_upgrade::cli::{ApplyFormat, Cli, Command, PlanFormat};
 use cuda_upgrade::commands::{self, ExitStatus};
 use cuda_upgrade::exec::Reporter;
 use cuda_upgrade::printer::Printer;
@@ -32,15 +32,22 @@ fn main() -> ExitCode {
     };
     // `plan --detailed-exitcode` keeps 2 for "changes": every error exits 1.
     let detailed = matches!(&cli.command, Command::Plan(args) if args.detailed_exitcode);
+    // `plan` and `status` with `--format json` print an object on stdout even on failure.
+    let json = matches!(&cli.command, Command::Plan(args) if args.format == PlanFormat::Json)
+        || matches!(&cli.command, Command::Status(args) if args.format == ApplyFormat::Json);
     match commands::run(cli, &mut printer) {
         Ok(status) => status.into(),
         Err(error) => {
             let _ = printer.err(&format!("error: {}\n", report::error_chain(&error)));
-            if detailed {
-                ExitStatus::Failure.into()
+            let status = if detailed {
+                ExitStatus::Failure
             } else {
-                error.exit_status().into()
+                error.exit_status()
+            };
+            if json {
+                let _ = printer.out(&commands::error_json(&error, status));
             }
+            status.into()
         }
     }
 }

@@ -388,3 +388,48 @@ fn apply_without_a_terminal_refuses_without_yes() {
         stderr(&output)
     );
 }
+
+/// See: issue 19 — `plan --format json` and `status --format json` printed nothing on
+/// stdout when they failed; a machine reading stdout now always gets an object.
+#[test]
+fn json_on_every_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(
+        dir.path(),
+        "impossible",
+        "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==9.9.9\"\n",
+    );
+    let snapshot = torch_snapshot(dir.path());
+    let output = upgrade(&[
+        "plan",
+        manifest.to_str().unwrap(),
+        "--facts",
+        H200_FACTS,
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["ok"], false, "{json}");
+    assert_eq!(json["exit"], 3, "{json}");
+    assert!(json["report"].is_object(), "{json}");
+    let missing = dir.path().join("missing.yaml");
+    for verb in [
+        vec!["plan", missing.to_str().unwrap(), "--facts", H200_FACTS],
+        vec!["status", missing.to_str().unwrap(), "--local"],
+    ] {
+        let mut args = verb.clone();
+        args.extend(["--format", "json"]);
+        let output = upgrade(&args);
+        assert_eq!(output.status.code(), Some(2), "{verb:?}");
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("{verb:?}: {error}: {}", stdout(&output)));
+        assert_eq!(json["ok"], false);
+        assert!(
+            json["error"].as_str().unwrap().contains("missing.yaml"),
+            "{json}"
+        );
+    }
+}

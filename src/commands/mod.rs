@@ -43,14 +43,21 @@ pub enum ExitStatus {
     Changes,
 }
 
-impl From<ExitStatus> for ExitCode {
-    fn from(status: ExitStatus) -> Self {
-        ExitCode::from(match status {
+impl ExitStatus {
+    /// The process exit code, e.g. `2`.
+    pub fn code(self) -> u8 {
+        match self {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
             ExitStatus::InvalidInput | ExitStatus::Changes => 2,
             ExitStatus::Unresolvable => 3,
-        })
+        }
+    }
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        ExitCode::from(status.code())
     }
 }
 
@@ -230,6 +237,28 @@ impl CommandError {
             Self::Unresolvable { .. } => ExitStatus::Unresolvable,
         }
     }
+}
+
+/// The JSON a verb asked for `--format json` prints on stdout when it fails, so that a
+/// machine reading stdout always gets an object: `{"ok": false, "exit": 3, "error": "…",
+/// "report": {…}}` (`report` when the manifest cannot be resolved).
+pub fn error_json(error: &CommandError, exit: ExitStatus) -> String {
+    let mut value = serde_json::json!({
+        "ok": false,
+        "exit": exit.code(),
+        "error": crate::text::error_chain(error),
+    });
+    if let (CommandError::Unresolvable { report, .. }, Some(object)) =
+        (error, value.as_object_mut())
+    {
+        object.insert(
+            "report".to_string(),
+            serde_json::to_value(report).unwrap_or_default(),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// The live resolution `--live` asks for, from its flags; `None` without `--live`.
