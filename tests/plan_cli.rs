@@ -7,7 +7,6 @@
 #![expect(
     clippy::unwrap_used,
     clippy::expect_used,
-    clippy::panic,
     reason = "a test fails loudly at the first surprise"
 )]
 

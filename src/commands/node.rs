@@ -106,54 +106,6 @@ pub fn environment(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
-    use super::*;
-
-    #[test]
-    fn hash_command_repeats_how_the_plan_chose_its_node() {
-        let manifest = Path::new("manifests/sglang-0.5.9-cu130.yaml");
-        assert_eq!(
-            hash_command(
-                manifest,
-                NodeChoice::Facts(Path::new("my facts.json")),
-                Some(Path::new("snap.json"))
-            ),
-            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --facts 'my facts.json' --snapshot snap.json"
-        );
-        let node = NodeArgs {
-            local: false,
-            host: Some("node0".to_string()),
-        };
-        let ssh = SshArgs {
-            ssh_config: Some(PathBuf::from("/tmp/tb/ssh_config")),
-            known_hosts: None,
-            accept_new_host_keys: true,
-            command_timeout: None,
-        };
-        assert_eq!(
-            hash_command(manifest, NodeChoice::Probed(&node, &ssh), None),
-            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --host node0 --ssh-config /tmp/tb/ssh_config --accept-new-host-keys"
-        );
-        let local = NodeArgs {
-            local: true,
-            host: None,
-        };
-        let none = SshArgs {
-            ssh_config: None,
-            known_hosts: None,
-            accept_new_host_keys: false,
-            command_timeout: None,
-        };
-        assert_eq!(
-            hash_command(manifest, NodeChoice::Probed(&local, &none), None),
-            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --local"
-        );
-    }
-}
-
 /// Whether `apply` asks before it changes anything: not with `--yes`; on a terminal,
 /// yes; with no terminal to ask on and no `--yes`, it refuses.
 pub fn asks(yes: bool) -> Result<bool, CommandError> {
@@ -205,5 +157,53 @@ pub fn confirm_fleet<'a>(
                 node: "the fleet".to_string(),
             },
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn hash_command_repeats_how_the_plan_chose_its_node() {
+        let manifest = Path::new("manifests/sglang-0.5.9-cu130.yaml");
+        assert_eq!(
+            hash_command(
+                manifest,
+                NodeChoice::Facts(Path::new("my facts.json")),
+                Some(Path::new("snap.json"))
+            ),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --facts 'my facts.json' --snapshot snap.json"
+        );
+        let node = NodeArgs {
+            local: false,
+            host: Some("node0".to_string()),
+        };
+        let ssh = SshArgs {
+            ssh_config: Some(PathBuf::from("/tmp/tb/ssh_config")),
+            known_hosts: None,
+            accept_new_host_keys: true,
+            command_timeout: None,
+        };
+        assert_eq!(
+            hash_command(manifest, NodeChoice::Probed(&node, &ssh), None),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --host node0 --ssh-config /tmp/tb/ssh_config --accept-new-host-keys"
+        );
+        let local = NodeArgs {
+            local: true,
+            host: None,
+        };
+        let none = SshArgs {
+            ssh_config: None,
+            known_hosts: None,
+            accept_new_host_keys: false,
+            command_timeout: None,
+        };
+        assert_eq!(
+            hash_command(manifest, NodeChoice::Probed(&local, &none), None),
+            "upgrade index hash manifests/sglang-0.5.9-cu130.yaml --local"
+        );
     }
 }
