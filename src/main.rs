@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use cuda_upgrade::cli::{ApplyFormat, Cli, Command, PlanFormat};
-use cuda_upgrade::commands::{self, ExitStatus};
+use cuda_upgrade::commands::{self, CommandError, ExitStatus};
 use cuda_upgrade::exec::Reporter;
 use cuda_upgrade::printer::Printer;
 use cuda_upgrade::report;
@@ -45,11 +45,33 @@ fn main() -> ExitCode {
                 error.exit_status()
             };
             if json {
-                let _ = printer.out(&commands::error_json(&error, status));
+                let _ = printer.out(&error_json(&error, status));
             }
             status.into()
         }
     }
+}
+
+/// The JSON a verb asked for `--format json` prints on stdout when it fails, so that a
+/// machine reading stdout always gets an object: `{"ok": false, "exit": 3, "error": "…",
+/// "report": {…}}` (`report` when the manifest cannot be resolved).
+fn error_json(error: &CommandError, exit: ExitStatus) -> String {
+    let mut value = serde_json::json!({
+        "ok": false,
+        "exit": exit.code(),
+        "error": report::error_chain(error),
+    });
+    if let (CommandError::Unresolvable { report, .. }, Some(object)) =
+        (error, value.as_object_mut())
+    {
+        object.insert(
+            "report".to_string(),
+            serde_json::to_value(report).unwrap_or_default(),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Progress on a terminal: a spinner with the current step.

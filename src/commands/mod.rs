@@ -239,28 +239,6 @@ impl CommandError {
     }
 }
 
-/// The JSON a verb asked for `--format json` prints on stdout when it fails, so that a
-/// machine reading stdout always gets an object: `{"ok": false, "exit": 3, "error": "…",
-/// "report": {…}}` (`report` when the manifest cannot be resolved).
-pub fn error_json(error: &CommandError, exit: ExitStatus) -> String {
-    let mut value = serde_json::json!({
-        "ok": false,
-        "exit": exit.code(),
-        "error": crate::text::error_chain(error),
-    });
-    if let (CommandError::Unresolvable { report, .. }, Some(object)) =
-        (error, value.as_object_mut())
-    {
-        object.insert(
-            "report".to_string(),
-            serde_json::to_value(report).unwrap_or_default(),
-        );
-    }
-    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    text.push('\n');
-    text
-}
-
 /// The live resolution `--live` asks for, from its flags; `None` without `--live`.
 fn live_options(
     args: &crate::cli::LiveArgs,
