@@ -221,7 +221,7 @@ def reference(upgrade, work):
         lock = json.loads(run([upgrade, "lock", manifest, "--snapshot", snapshot, "--format", "json"],
                               env=env).stdout)
         before = ssh(state, "node0", "/opt/ml-env/bin/python3 -m pip list --format=json --disable-pip-version-check")
-        run([upgrade, "apply", manifest, "--host", "node0", "--ssh-config", state["ssh_config"],
+        run([upgrade, "apply", "--yes", manifest, "--host", "node0", "--ssh-config", state["ssh_config"],
              "--snapshot", snapshot, "--no-verify", "--format", "json"], env=env)
         conf = ssh(state, "node0", "cat /etc/ld.so.conf.d/cuda-13-0.conf")
         site = ssh(state, "node0", f"cat {SITECUSTOMIZE}")
@@ -333,14 +333,14 @@ def run_upgrade(state, work, manifest, snapshot, upgrade, use_inventory, log_fil
     common = ["--ssh-config", state["ssh_config"], "--snapshot", snapshot, "--no-verify", "--format", "json"]
     started = time.monotonic()
     if use_inventory:
-        result = run([upgrade, "apply", manifest, "-i", Path(work) / "inventory.yml",
+        result = run([upgrade, "apply", "--yes", manifest, "-i", Path(work) / "inventory.yml",
                       "--parallel", len(nodes)] + common, env=env, check=False)
         seconds = time.monotonic() - started
         outcomes = parse_outcomes(result.stdout)
         ok = result.returncode == 0
     else:
         def one(node):
-            result = run([upgrade, "apply", manifest, "--host", node] + common, env=env, check=False)
+            result = run([upgrade, "apply", "--yes", manifest, "--host", node] + common, env=env, check=False)
             outcome = parse_outcomes(result.stdout)[0] if result.stdout.strip() else {"ok": False}
             outcome["node"] = node
             return result.returncode, outcome

@@ -224,13 +224,19 @@ pub struct PlanArgs {
     /// the pip step.
     #[arg(long = "wheels", value_name = "DIR")]
     pub wheels: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
-    pub format: PlanFormat,
-    /// When the manifest cannot be resolved, print every fact of every conflict and every
+    /// Exit 0 when there is nothing to do, 2 when the plan has changes, 1 on an error or
+    /// a blocked step (Terraform's `-detailed-exitcode`, for CI).
+    #[arg(long)]
+    pub detailed_exitcode: bool,
+    /// Everything: every package the plan installs, upgrades, downgrades and removes
+    /// (downgrades and removals are always listed, the first 20 of each without it), and,
+    /// when the manifest cannot be resolved, every fact of every conflict and every
     /// interval of every range (the default report is short).
     #[arg(short = 'v', long)]
     pub verbose: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
+    pub format: PlanFormat,
 }
 
 /// Output of `plan`.
@@ -291,6 +297,10 @@ pub struct ApplyArgs {
     /// variable overrides it.
     #[arg(long, value_name = "controller|node", default_value_t = crate::steps::FetchMode::Node)]
     pub fetch: crate::steps::FetchMode,
+    /// Apply without asking (scripts, CI, recipes). Without it, `apply` shows the plan
+    /// on a terminal and asks; with no terminal to ask on, it refuses.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

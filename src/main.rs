@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
-use cuda_upgrade::cli::Cli;
-use cuda_upgrade::commands::{self, ExitStatus};
+use cuda_upgrade::cli::{ApplyFormat, Cli, Command, PlanFormat};
+use cuda_upgrade::commands::{self, CommandError, ExitStatus};
 use cuda_upgrade::exec::Reporter;
 use cuda_upgrade::printer::Printer;
 use cuda_upgrade::report;
@@ -35,13 +35,48 @@ fn main() -> ExitCode {
     } else {
         Printer::new()
     };
+    // `plan --detailed-exitcode` keeps 2 for "changes": every error exits 1.
+    let detailed = matches!(&cli.command, Command::Plan(args) if args.detailed_exitcode);
+    // `plan` and `status` with `--format json` print an object on stdout even on failure.
+    let json = matches!(&cli.command, Command::Plan(args) if args.format == PlanFormat::Json)
+        || matches!(&cli.command, Command::Status(args) if args.format == ApplyFormat::Json);
     match commands::run(cli, &mut printer) {
         Ok(status) => status.into(),
         Err(error) => {
             let _ = printer.err(&format!("error: {}\n", report::error_chain(&error)));
-            error.exit_status().into()
+            let status = if detailed {
+                ExitStatus::Failure
+            } else {
+                error.exit_status()
+            };
+            if json {
+                let _ = printer.out(&error_json(&error, status));
+            }
+            status.into()
         }
     }
+}
+
+/// The JSON a verb asked for `--format json` prints on stdout when it fails, so that a
+/// machine reading stdout always gets an object: `{"ok": false, "exit": 3, "error": "…",
+/// "report": {…}}` (`report` when the manifest cannot be resolved).
+fn error_json(error: &CommandError, exit: ExitStatus) -> String {
+    let mut value = serde_json::json!({
+        "ok": false,
+        "exit": exit.code(),
+        "error": report::error_chain(error),
+    });
+    if let (CommandError::Unresolvable { report, .. }, Some(object)) =
+        (error, value.as_object_mut())
+    {
+        object.insert(
+            "report".to_string(),
+            serde_json::to_value(report).unwrap_or_default(),
+        );
+    }
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Progress on a terminal: a spinner with the current step.

@@ -139,6 +139,19 @@ pub fn splice(bytes: &[u8], marker: &str, block: &str) -> Result<Vec<u8>, Malfor
     Ok(out)
 }
 
+/// `bytes` without the block named `marker` (markers included); unchanged when it has
+/// none. Every other byte is kept.
+pub fn remove(bytes: &[u8], marker: &str) -> Result<Vec<u8>, MalformedBlock> {
+    Ok(match find(bytes, marker)? {
+        Some(located) => {
+            let mut out = bytes[..located.whole.start].to_vec();
+            out.extend_from_slice(&bytes[located.whole.end..]);
+            out
+        }
+        None => bytes.to_vec(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -530,9 +530,10 @@ fn plan_checks_the_locked_wheels_before_install() {
     let broken = build("int", EXTENSION_INT);
     let output = plan(&broken, "text");
     let text = stdout(&output);
+    // A failed ABI check blocks the pip step, and a blocked step fails the plan.
     assert_eq!(
         output.status.code(),
-        Some(0),
+        Some(1),
         "{text}{}",
         String::from_utf8_lossy(&output.stderr)
     );
@@ -566,6 +567,21 @@ fn plan_checks_the_locked_wheels_before_install() {
         text.contains("wheels: abi-check passed: no missing symbols"),
         "{text}"
     );
+
+    // See: issue 19 — a directory holding none of the lock's wheels checked nothing: it
+    // says so, blocks the pip step and fails the plan instead of "passed (0 packages)".
+    let empty = dir.path().join("wheels-none");
+    std::fs::create_dir_all(&empty).unwrap();
+    let output = plan(&empty, "text");
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(!text.contains("abi-check passed"), "{text}");
+    assert!(
+        text.contains("none of the lock's 2 wheels is in") && text.contains("NOT RUN"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&plan(&empty, "json").stdout).unwrap();
+    assert_eq!(json["abi_check"]["checked"], false, "{json}");
 }
 
 /// The outputs of `run-on-h200.sh` on the real H200 node (torch 2.11.0, CUDA 13.0),

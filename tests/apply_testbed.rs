@@ -37,6 +37,7 @@ fn apply(
         testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "--host",
             node,
@@ -141,6 +142,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "--host",
             "node0",
@@ -208,6 +210,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     let replay = |extra: &[&str]| {
         let mut args = vec![
             "apply",
+            "--yes",
             saved.to_str().unwrap(),
             "--host",
             "node0",
@@ -477,7 +480,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
     std::fs::write(
         &manifest,
         format!(
-            "schema: 1\nname: ubuntu-smoke\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  gpu_arch: [sm_90]\n\
+            "schema: 1\nname: ubuntu-smoke\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  gpu_arch: [sm_90]\n  env_scope: interpreter\n\
              ldconfig:\n  file: /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf\n  paths: [/usr/local/cuda-13.0/targets/x86_64-linux/lib]\n  expect: [libnvrtc.so.13]\n\
              env:\n  CUDA_HOME: /usr/local/cuda-13.0\n  HF_TOKEN: {{ value: {secret}, secret: true }}\n"
         ),
@@ -496,6 +499,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
             &testbed,
             &[
                 "apply",
+                "--yes",
                 manifest.to_str().unwrap(),
                 "--host",
                 "node0",
@@ -645,6 +649,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "--host",
             "node0",

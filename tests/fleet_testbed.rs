@@ -68,6 +68,7 @@ fn apply_fleet(
     let ssh_config = testbed.ssh_config().unwrap();
     let mut args = vec![
         "apply",
+        "--yes",
         manifest.to_str().unwrap(),
         "-i",
         inventory.to_str().unwrap(),
@@ -161,6 +162,7 @@ fn eight_nodes_converge_in_one_apply_and_a_second_is_all_no_op() {
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),
@@ -304,6 +306,7 @@ fn each_failure_among_eight_nodes_is_named_and_the_others_converge_without_waiti
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),
@@ -708,6 +711,7 @@ fn a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_app
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"))
         .args([
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),
@@ -775,6 +779,7 @@ fn a_connection_cut_at_each_step_boundary_and_mid_step_converges_on_the_next_app
         &testbed,
         &[
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),

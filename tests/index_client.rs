@@ -1186,7 +1186,8 @@ fn index_hash_records_the_digest_plan_asks_for() {
         )
     };
     let before = plan("text");
-    assert_eq!(before.status.code(), Some(0), "{before:?}");
+    // Blocked steps fail the plan: the facts' toolkit blocks too, so exit 1.
+    assert_eq!(before.status.code(), Some(1), "{before:?}");
     let before = String::from_utf8(before.stdout).unwrap();
     let blocked = before
         .lines()
@@ -1249,8 +1250,11 @@ fn index_hash_records_the_digest_plan_asks_for() {
 
     // The next plan installs the file with the recorded hash: the pip step is not blocked.
     let after = plan("json");
-    assert_eq!(after.status.code(), Some(0), "{after:?}");
-    let text = String::from_utf8(after.stdout).unwrap();
+    let text = String::from_utf8(after.stdout.clone()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Only the toolkit (installed by other means in the facts) is still blocked.
+    assert_eq!(json["summary"]["blocked"], 1, "{text}");
+    assert_eq!(after.status.code(), Some(1), "{after:?}");
     assert!(!text.contains("no sha256"), "{text}");
     assert!(!text.contains("index hash"), "{text}");
     let lock = upgrade_at(&server, &["lock", &manifest_text, "--facts", H200_FACTS]);

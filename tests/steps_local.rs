@@ -13,8 +13,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cuda_upgrade::exec::verify;
 use cuda_upgrade::exec::{ApplyContext, ExecError, StepOutcome, apply_step, gather_facts};
 use cuda_upgrade::facts::ProbeRequest;
+use cuda_upgrade::manifest::EnvScope;
 use cuda_upgrade::steps::{Action, Operation, Placement, Step, StepKind, env};
 use cuda_upgrade::transport::{
     Expected, FileContent, LocalTransport, Stdin, Transport, TransportError, WriteSpec,
@@ -87,11 +89,13 @@ async fn env_block_through_a_symlink_keeps_the_link_and_mode_and_no_secret_in_it
             name: "CUDA_HOME".into(),
             value: "/usr/local/cuda-13.0".into(),
             secret: false,
+            override_existing: false,
         },
         env::ResolvedVar {
             name: "HF_TOKEN".into(),
             value: secret.into(),
             secret: true,
+            override_existing: false,
         },
     ];
 
@@ -103,7 +107,7 @@ async fn env_block_through_a_symlink_keeps_the_link_and_mode_and_no_secret_in_it
         Some(real.canonicalize().unwrap().as_path())
     );
     assert_eq!(site.mode, Some(0o644));
-    let step = env::plan(&vars, "test", &python, &facts);
+    let step = env::plan(&vars, "test", &python, &facts, EnvScope::Interpreter);
     assert_eq!(step.action, Action::Change, "{}", step.reason);
     let shown: String = step.operations.iter().map(Operation::describe).collect();
     assert!(!shown.contains("hf_"), "a secret reached the plan: {shown}");
@@ -153,7 +157,7 @@ async fn env_block_through_a_symlink_keeps_the_link_and_mode_and_no_secret_in_it
     );
 
     let again = gather_facts(&transport, &request).await.unwrap();
-    let step = env::plan(&vars, "test", &python, &again);
+    let step = env::plan(&vars, "test", &python, &again, EnvScope::Interpreter);
     assert_eq!(step.action, Action::NoOp, "{}", step.reason);
     assert_eq!(
         apply_step(&transport, &step, &context).await.unwrap(),
@@ -406,4 +410,118 @@ async fn a_hung_command_fails_within_its_bound() {
     // The background child was in the killed process group: it never touches the file.
     tokio::time::sleep(std::time::Duration::from_secs(6)).await;
     assert!(!marker.exists());
+}
+
+/// What a fresh start of `python` sees of `names`, with `set` in its environment and
+/// the names otherwise removed, e.g. `CUDA_HOME=/usr/local/cuda-13.0 NCCL_DEBUG=-`.
+fn seen(python: &Path, names: &[&str], set: &[(&str, &str)]) -> String {
+    let mut command = Command::new(python);
+    command.arg("-c").arg(
+        "import os, sys; print(' '.join('%s=%s' % (n, os.environ.get(n, '-')) for n in sys.argv[1:]))",
+    );
+    command.args(names);
+    for name in names {
+        command.env_remove(name);
+    }
+    command.envs(set.iter().copied());
+    let output = command.output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// See: issue 19 — the env step reached every interpreter of the node and overrode what
+/// a run set. On real venvs: the target sees every variable (a value it was started
+/// with wins unless `override`), the base interpreter and another venv see none, and a
+/// block an earlier build left in the `sitecustomize.py` the target imports is removed.
+#[tokio::test]
+async fn env_reaches_only_the_target_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("target")).unwrap();
+    std::fs::create_dir_all(dir.path().join("other")).unwrap();
+    let target = venv(&dir.path().join("target"));
+    let other = venv(&dir.path().join("other"));
+    let base = Command::new(&target)
+        .args(["-c", "import sys; print(sys._base_executable)"])
+        .output()
+        .unwrap();
+    let base = PathBuf::from(String::from_utf8(base.stdout).unwrap().trim());
+    let transport = Transport::Local(LocalTransport::new());
+    let mut request = ProbeRequest::new(&target, Vec::new());
+    request.secrets_dir = Some(dir.path().join("secrets"));
+    let facts = gather_facts(&transport, &request).await.unwrap();
+    let site_packages = facts.python.as_ref().unwrap().site_packages[0].clone();
+    // The block where an earlier build put it: the sitecustomize the target imports.
+    let legacy = site_packages.join("sitecustomize.py");
+    let legacy_text = "# the user's own line\n";
+    std::fs::write(
+        &legacy,
+        format!(
+            "{legacy_text}# >>> cuda-upgrade managed block >>>\nimport os as _o\n_o.environ[\"CUDA_HOME\"] = \"/legacy\"\n# <<< cuda-upgrade managed block <<<\n"
+        ),
+    )
+    .unwrap();
+    let names = ["CUDA_HOME", "NCCL_DEBUG"];
+    let vars = vec![
+        env::ResolvedVar {
+            name: "CUDA_HOME".into(),
+            value: "/usr/local/cuda-13.0".into(),
+            secret: false,
+            override_existing: false,
+        },
+        env::ResolvedVar {
+            name: "NCCL_DEBUG".into(),
+            value: "WARN".into(),
+            secret: false,
+            override_existing: true,
+        },
+    ];
+    let facts = gather_facts(&transport, &request).await.unwrap();
+    let step = env::plan(&vars, "test", &target, &facts, EnvScope::Environment);
+    let paths: Vec<String> = step
+        .operations
+        .iter()
+        .map(|operation| match operation {
+            Operation::ReplaceBlock { path, .. } => format!("write {}", path.display()),
+            Operation::RemoveBlock { path, .. } => format!("remove {}", path.display()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            format!(
+                "write {}",
+                site_packages.join("cuda_upgrade_env.pth").display()
+            ),
+            format!("remove {}", legacy.display()),
+        ]
+    );
+    let context = context(dir.path(), Vec::new());
+    let outcome = apply_step(&transport, &step, &context).await.unwrap();
+    assert_eq!(outcome, StepOutcome::Applied);
+    let failure = verify(&transport, step.verification.as_ref().unwrap(), &[])
+        .await
+        .unwrap();
+    assert_eq!(failure, None);
+
+    assert_eq!(std::fs::read_to_string(&legacy).unwrap(), legacy_text);
+    assert_eq!(
+        seen(&target, &names, &[]),
+        "CUDA_HOME=/usr/local/cuda-13.0 NCCL_DEBUG=WARN"
+    );
+    assert_eq!(
+        seen(
+            &target,
+            &names,
+            &[("CUDA_HOME", "/custom"), ("NCCL_DEBUG", "INFO")]
+        ),
+        "CUDA_HOME=/custom NCCL_DEBUG=WARN",
+        "a value the process has wins, except an override"
+    );
+    assert_eq!(seen(&other, &names, &[]), "CUDA_HOME=- NCCL_DEBUG=-");
+    assert_eq!(seen(&base, &names, &[]), "CUDA_HOME=- NCCL_DEBUG=-");
+
+    let facts = gather_facts(&transport, &request).await.unwrap();
+    let again = env::plan(&vars, "test", &target, &facts, EnvScope::Environment);
+    assert_eq!(again.action, Action::NoOp, "{}", again.reason);
 }

@@ -66,6 +66,7 @@ fn upgrade(
             "--format",
             "json",
         ])
+        .args((verb == "apply").then_some("--yes"))
         .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
         .output()
         .unwrap();
@@ -258,7 +259,8 @@ fn an_apt_toolkit_is_adopted_and_the_runfile_is_refused_with_what_to_do() {
         ),
     );
     let (output, report) = upgrade(&testbed, "plan", &runfile, "node0");
-    assert!(output.status.success(), "{}", text(&output));
+    // A blocked step fails the plan (exit 1); the plan is still printed.
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let blocked = toolkit_step(&report)["blocked"]
         .as_str()
         .unwrap()

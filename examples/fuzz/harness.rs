@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use cuda_upgrade::facts::NodeFacts;
 use cuda_upgrade::managed_block;
-use cuda_upgrade::manifest::{self, yaml};
+use cuda_upgrade::manifest::{self, EnvScope, yaml};
 use cuda_upgrade::shell;
 use cuda_upgrade::steps::env::{self, ResolvedVar};
 
@@ -281,11 +281,28 @@ fn check_case(seeds: &Seeds, seed: u64) -> Result<(), String> {
             name: format!("VAR_{index}"),
             value: word.chars().rev().collect(),
             secret: rng.below(2) == 0,
+            override_existing: rng.below(2) == 0,
         })
         .collect();
     let secrets_file =
         (rng.below(2) == 0).then(|| Path::new("/etc/cuda-upgrade/secrets/env-x.json"));
-    let block = env::block(&vars, &word, secrets_file);
+    let scope = if rng.below(2) == 0 {
+        EnvScope::Environment
+    } else {
+        EnvScope::Interpreter
+    };
+    let block = env::block(&vars, &word, secrets_file, scope);
+    // In a `.pth` file `site` runs only lines that start with `import`: every line of the
+    // block is one of those or a comment, whatever the values hold.
+    if scope == EnvScope::Environment
+        && let Some(line) = block
+            .lines()
+            .find(|line| !line.starts_with("import ") && !line.starts_with('#'))
+    {
+        return Err(format!(
+            "a .pth block line that site would not run: {line:?}"
+        ));
+    }
     let _ = managed_block::find(&input, env::MARKER);
     if let Ok(spliced) = managed_block::splice(&input, env::MARKER, &block) {
         match managed_block::find(&spliced, env::MARKER) {

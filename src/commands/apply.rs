@@ -40,6 +40,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     if args.fleet.inventory.is_some() {
         return super::fleet::run(args, printer);
     }
+    let asks = node::asks(args.yes)?;
     let saved = read_saved_plan(&args.target)?;
     let manifest_path: PathBuf = saved
         .as_ref()
@@ -76,6 +77,15 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         args.snapshot.as_deref(),
     );
     let live = super::live_options(&args.live)?;
+    let confirm = |plan: &crate::plan::NodePlan| {
+        node::confirm(
+            &crate::plan::text(plan, false),
+            &format!(
+                "Apply this plan to `{}`?",
+                crate::text::text_value(&plan.node)
+            ),
+        )
+    };
     let options = ApplyOptions {
         saved: saved.as_ref(),
         plan_path: &args.target,
@@ -90,6 +100,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         ),
         break_lock: args.break_lock,
         fetch: args.fetch,
+        confirm: if asks { Some(&confirm) } else { None },
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

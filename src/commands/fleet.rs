@@ -105,6 +105,11 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             vars: host.vars.clone(),
         })
         .collect();
+    super::node::confirm_fleet(
+        args.yes,
+        &args.target,
+        targets.iter().map(|t| t.name.as_str()),
+    )?;
     // Every host's secret values are masked in every output.
     let mut secrets: Vec<String> = Vec::new();
     for target in &targets {
@@ -148,6 +153,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             holder,
             break_lock: args.break_lock,
             fetch: args.fetch,
+            confirm: None,
         },
     };
     let display = FleetDisplay::new(

@@ -41,16 +41,25 @@ pub enum ExitStatus {
     InvalidInput,
     /// `3`: the manifest cannot be resolved.
     Unresolvable,
+    /// `2` with `plan --detailed-exitcode`: the plan has changes (and none is blocked).
+    Changes,
+}
+
+impl ExitStatus {
+    /// The process exit code, e.g. `2`.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::InvalidInput | ExitStatus::Changes => 2,
+            ExitStatus::Unresolvable => 3,
+        }
+    }
 }
 
 impl From<ExitStatus> for ExitCode {
     fn from(status: ExitStatus) -> Self {
-        ExitCode::from(match status {
-            ExitStatus::Success => 0,
-            ExitStatus::Failure => 1,
-            ExitStatus::InvalidInput => 2,
-            ExitStatus::Unresolvable => 3,
-        })
+        ExitCode::from(status.code())
     }
 }
 
@@ -138,6 +147,11 @@ pub enum CommandError {
     /// matches the node or the manifest; nothing was changed.
     #[error(transparent)]
     Refused(ConvergeError),
+    /// `apply` without `--yes` where no terminal can ask.
+    #[error(
+        "Refusing to apply without confirmation: stdin is not a terminal to ask on; pass `--yes` to apply without asking (scripts, CI), or run it on a terminal to review the plan first"
+    )]
+    NotConfirmed,
     /// No set of releases satisfies the manifest on the node; the report says why.
     #[error("Failed to resolve `{manifest}` for this node, {}", if *verbose { format!("{report:#}") } else { report.to_string() })]
     Unresolvable {
@@ -178,6 +192,7 @@ impl From<ConvergeError> for CommandError {
             ConvergeError::Exec(error) => Self::Exec(error),
             ConvergeError::Facts(error) => Self::Facts(error),
             refused @ (ConvergeError::Blocked { .. }
+            | ConvergeError::Declined { .. }
             | ConvergeError::StalePlan { .. }
             | ConvergeError::Rollback { .. }) => Self::Refused(refused),
             ConvergeError::Locked(error) => Self::Locked(error),
@@ -203,6 +218,7 @@ impl CommandError {
     /// The exit status for this error's class.
     pub fn exit_status(&self) -> ExitStatus {
         match self {
+            Self::Refused(ConvergeError::Declined { .. }) => ExitStatus::Failure,
             Self::Manifest(_)
             | Self::Rules(_)
             | Self::Snapshot(_)
@@ -227,6 +243,7 @@ impl CommandError {
                 | crate::abi::AbiError::Wheel { .. },
             ) => ExitStatus::InvalidInput,
             Self::Abi(_) => ExitStatus::Failure,
+            Self::NotConfirmed => ExitStatus::InvalidInput,
             Self::Live(error)
                 if matches!(
                     **error,

@@ -1,6 +1,7 @@
 //! Turning the node flags into a [`NodeSelection`], and back into words for a command
 //! line that must choose the same node (`upgrade index hash …`).
 
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use crate::cli::{NodeArgs, SshArgs};
@@ -103,6 +104,60 @@ pub fn environment(
         }
         None => TargetEnvironment::from_manifest(manifest)?,
     })
+}
+
+/// Whether `apply` asks before it changes anything: not with `--yes`; on a terminal,
+/// yes; with no terminal to ask on and no `--yes`, it refuses.
+pub fn asks(yes: bool) -> Result<bool, CommandError> {
+    if yes {
+        Ok(false)
+    } else if std::io::stdin().is_terminal() {
+        Ok(true)
+    } else {
+        Err(CommandError::NotConfirmed)
+    }
+}
+
+/// Show `shown` on stderr, ask `question` and read the answer from stdin: only `y` or
+/// `yes` goes ahead.
+pub fn confirm(shown: &str, question: &str) -> bool {
+    let mut stderr = std::io::stderr().lock();
+    let _ = write!(stderr, "{shown}{question} [y/N] ");
+    let _ = stderr.flush();
+    drop(stderr);
+    let mut answer = String::new();
+    if std::io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// The one question before a fleet apply (each node's plan is made only after its
+/// probe): `Err` when declined or when no terminal can ask and `--yes` is missing.
+pub fn confirm_fleet<'a>(
+    yes: bool,
+    manifest: &Path,
+    nodes: impl Iterator<Item = &'a str>,
+) -> Result<(), CommandError> {
+    if !asks(yes)? {
+        return Ok(());
+    }
+    let nodes: Vec<&str> = nodes.collect();
+    let question = format!(
+        "Apply `{}` to {} node(s) ({})? Each is planned after its probe (`upgrade plan` shows one node's plan).",
+        crate::text::text_value(&manifest.display().to_string()),
+        nodes.len(),
+        crate::text::text_value(&nodes.join(", "))
+    );
+    if confirm("", &question) {
+        Ok(())
+    } else {
+        Err(CommandError::Refused(
+            crate::converge::ConvergeError::Declined {
+                node: "the fleet".to_string(),
+            },
+        ))
+    }
 }
 
 #[cfg(test)]

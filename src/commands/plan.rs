@@ -16,10 +16,11 @@ use crate::plan;
 use crate::printer::Printer;
 use crate::resolve::Lock;
 use crate::steps::{FetchMode, StepKind};
+use crate::text::text_value;
 
 /// Plan the node and print (and optionally save) the plan.
 pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let prepared = converge::prepare(&args.manifest)?;
+    let (prepared, unset) = converge::prepare_for_plan(&args.manifest)?;
     let (node_name, facts) = match (&args.facts, args.node.local, &args.node.host) {
         (Some(path), _, _) => ("facts".to_string(), NodeFacts::read(path)?),
         (None, _, _) => {
@@ -49,11 +50,27 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         &hash_command,
         FetchMode::Node,
     )?;
+    for variable in &unset {
+        node_plan.warnings.push(format!(
+            "`{variable}` is not set on this controller: the plan cannot compare the secret it supplies with the node's; `apply` needs it"
+        ));
+    }
     let wheel_check = match args.wheels.as_slice() {
         [] => None,
         directories => Some(check_wheels(&lock, directories)?),
     };
     if let Some(check) = &wheel_check
+        && check.at_hand.found.is_empty()
+    {
+        node_plan.block(
+            StepKind::PipPins,
+            format!(
+                "none of the lock's {} wheels is in {}: nothing was ABI-checked",
+                check.at_hand.wanted(),
+                text_value(&check.directories.join(", "))
+            ),
+        );
+    } else if let Some(check) = &wheel_check
         && !check.report.ok
     {
         node_plan.block(
@@ -88,7 +105,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     }
     let text = match args.format {
         PlanFormat::Text => {
-            let mut text = plan::text(&node_plan);
+            let mut text = plan::text(&node_plan, args.verbose);
             if let Some(check) = &wheel_check {
                 text.push_str(&check.text());
             }
@@ -106,7 +123,19 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         }
     };
     printer.out(&text).map_err(CommandError::Output)?;
-    Ok(ExitStatus::Success)
+    Ok(exit_status(&node_plan, args.detailed_exitcode))
+}
+
+/// A blocked step fails the plan (`apply` would refuse the node); with
+/// `--detailed-exitcode`, changes exit 2 and nothing to do exits 0.
+fn exit_status(plan: &plan::NodePlan, detailed: bool) -> ExitStatus {
+    if !plan.blocked().is_empty() {
+        ExitStatus::Failure
+    } else if detailed && !plan.is_converged() {
+        ExitStatus::Changes
+    } else {
+        ExitStatus::Success
+    }
 }
 
 /// The ABI check of the lock's wheels found in `--wheels` directories.
@@ -126,15 +155,19 @@ impl WheelCheck {
             "\nabi-check of the locked wheels before install: {} of {} found in {}\n",
             self.at_hand.found.len(),
             self.at_hand.wanted(),
-            crate::report::text_value(&label)
+            text_value(&label)
         );
         if !self.at_hand.absent.is_empty() {
             out.push_str(&format!(
                 "  not checked (not in those directories): {}\n",
-                crate::report::text_value(&self.at_hand.absent.join(", "))
+                text_value(&self.at_hand.absent.join(", "))
             ));
         }
-        out.push_str(&self.report.text("wheels"));
+        if self.at_hand.found.is_empty() {
+            out.push_str("wheels: abi-check NOT RUN: none of the locked wheels was found\n");
+        } else {
+            out.push_str(&self.report.text("wheels"));
+        }
         out
     }
 
@@ -144,6 +177,7 @@ impl WheelCheck {
             "wheels_found": self.at_hand.found.len(),
             "wheels_locked": self.at_hand.wanted(),
             "not_checked": self.at_hand.absent,
+            "checked": !self.at_hand.found.is_empty(),
             "report": self.report,
         })
     }

@@ -63,6 +63,12 @@ pub enum ConvergeError {
         /// Why.
         reason: String,
     },
+    /// The person asked said no; nothing was changed.
+    #[error("Not applied on `{node}`: the plan was not confirmed; nothing was changed")]
+    Declined {
+        /// e.g. `node0`.
+        node: String,
+    },
     /// A rollback cannot start, e.g. the journal holds no run to undo.
     #[error("Refusing to roll back `{node}`: {reason}")]
     Rollback {

@@ -110,6 +110,22 @@ pub fn prepare(path: &Path) -> Result<Prepared, ConvergeError> {
     load(path)?.for_host(None, &BTreeMap::new())
 }
 
+/// For `plan`, which shows secret values only as `***`: a manifest whose `from_env`
+/// values the controller may lack. Each missing one is planned as unknown (empty) and
+/// named in the second value; `apply` needs them all.
+pub fn prepare_for_plan(path: &Path) -> Result<(Prepared, Vec<String>), ConvergeError> {
+    let base = load(path)?;
+    let missing = std::cell::RefCell::new(Vec::new());
+    let env = resolve(&base.manifest.env, |name| {
+        env::var(name).or_else(|| {
+            missing.borrow_mut().push(name.to_string());
+            Some(String::new())
+        })
+    })
+    .map_err(ConvergeError::Env)?;
+    Ok((Prepared { env, ..base }, missing.into_inner()))
+}
+
 /// Load a manifest, its `from_env` values not yet resolved (each inventory host may
 /// supply its own: [`Prepared::for_host`]).
 pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {

@@ -84,6 +84,9 @@ pub struct ApplyOptions<'a> {
     pub break_lock: bool,
     /// Who downloads the locked files (`--fetch`).
     pub fetch: crate::steps::FetchMode,
+    /// Asked with the plan before anything changes (`apply` on a terminal); `false`
+    /// stops the node unchanged. `None`: no question (`--yes`).
+    pub confirm: Option<&'a (dyn Fn(&NodePlan) -> bool + Send + Sync)>,
 }
 
 fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> StepRecord {
@@ -215,6 +218,14 @@ pub async fn converge_probed(
             round_trips: transport.round_trips(),
             seconds: started.elapsed().as_secs_f64(),
         });
+    }
+    if let Some(confirm) = options.confirm
+        && !plan.is_converged()
+    {
+        reporter.done();
+        if !confirm(&plan) {
+            return Err(ConvergeError::Declined { node });
+        }
     }
     let node_lock = NodeLock::acquire(transport, &options.holder, options.break_lock).await?;
     let run = Run {

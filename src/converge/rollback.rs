@@ -236,7 +236,7 @@ async fn restore_file(
             outcome.ok = false;
             outcome
                 .kept
-                .push(crate::error_chain::error_chain(&error).replace('\n', " "));
+                .push(crate::text::error_chain(&error).replace('\n', " "));
         }
     }
     Ok(())

@@ -226,6 +226,28 @@ async fn run_operation(
             written.push(transport.write_file(Stdin::Bytes(&updated), &spec).await?);
             Ok(None)
         }
+        Operation::RemoveBlock { path, marker } => {
+            let FileContent::Present(current) = transport.read_file(path).await? else {
+                return Ok(None);
+            };
+            let updated = managed_block::remove(&current, marker).map_err(|source| {
+                ExecError::MalformedBlock {
+                    host: transport.name().to_string(),
+                    path: path.clone(),
+                    source,
+                }
+            })?;
+            if updated == current {
+                return Ok(None);
+            }
+            let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&current));
+            let spec = WriteSpec {
+                expected: Expected::Sha256(digest),
+                ..context.spec(Placement::Public { mode: 0o644 }, path)
+            };
+            written.push(transport.write_file(Stdin::Bytes(&updated), &spec).await?);
+            Ok(None)
+        }
     }
 }
 
@@ -273,6 +295,22 @@ async fn index_file_url(
         .map(|found| found.url)
         .ok_or_else(|| missing(format!("the project page of `{project}` does not list it")))
 }
+
+/// The value the env check starts the interpreter with, to see that it wins.
+const ENV_CHECK_PRESET: &str = "cuda-upgrade-preset-value";
+
+/// Starts the interpreter twice, without the variables and with each set to
+/// [`ENV_CHECK_PRESET`], and prints what each start saw.
+const ENV_CHECK_PROGRAM: &str = r#"import json, os, subprocess, sys
+names = sys.argv[1:]
+show = "import json, os, sys\nprint(json.dumps({n: os.environ.get(n) for n in sys.argv[1:]}))"
+def seen(extra):
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    env.update(extra)
+    out = subprocess.run([sys.executable, "-c", show] + names, env=env, stdout=subprocess.PIPE, check=True, universal_newlines=True).stdout
+    return json.loads(out)
+print(json.dumps({"clean": seen({}), "preset": seen({n: "cuda-upgrade-preset-value" for n in names})}))
+"#;
 
 /// Run a step's verification; `Some` describes what is wrong.
 pub async fn verify(
@@ -416,11 +454,14 @@ pub async fn verify(
                     detail,
                 }))
         }
-        Verification::EnvironmentVisible { python, variables } => {
-            const PROGRAM: &str = "import json, os, sys\nprint(json.dumps({name: os.environ.get(name) for name in sys.argv[1:]}))";
+        Verification::EnvironmentVisible {
+            python,
+            variables,
+            overrides,
+        } => {
             let command = NodeCommand::new(python.display().to_string())
                 .arg("-c")
-                .arg(PROGRAM)
+                .arg(ENV_CHECK_PROGRAM)
                 .args(variables.iter().map(|(name, _)| name.clone()));
             let output = transport.run(&command, None).await?;
             if !output.success() {
@@ -428,20 +469,34 @@ pub async fn verify(
             }
             let seen: serde_json::Value =
                 serde_json::from_str(output.stdout_text().trim()).unwrap_or_default();
-            let wrong: Vec<&str> = variables
-                .iter()
-                .filter(|(name, value)| {
-                    seen.get(name).and_then(|v| v.as_str()) != Some(value.as_str())
-                })
-                .map(|(name, _)| name.as_str())
-                .collect();
+            let value = |run: &str, name: &str| {
+                seen.get(run)
+                    .and_then(|values| values.get(name))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            };
+            let mut wrong: Vec<String> = Vec::new();
+            for (name, wanted) in variables {
+                if value("clean", name).as_deref() != Some(wanted.as_str()) {
+                    wrong.push(format!("`{name}` is not the manifest's value"));
+                }
+                let preset = value("preset", name);
+                if overrides.contains(name) {
+                    if preset.as_deref() != Some(wanted.as_str()) {
+                        wrong.push(format!(
+                            "`{name}` (override) does not replace a value the process has"
+                        ));
+                    }
+                } else if preset.as_deref() != Some(ENV_CHECK_PRESET) {
+                    wrong.push(format!(
+                        "`{name}` replaces a value the process was started with"
+                    ));
+                }
+            }
             Ok((!wrong.is_empty()).then(|| StepFailure {
                 operation: format!("a fresh `{}`", python.display()),
                 status: output.status,
-                detail: format!(
-                    "does not see the manifest's value of `{}`",
-                    wrong.join("`, `")
-                ),
+                detail: wrong.join("; "),
             }))
         }
     }
@@ -464,9 +519,9 @@ pub fn written_paths(step: &Step) -> Vec<PathBuf> {
     step.operations
         .iter()
         .filter_map(|operation| match operation {
-            Operation::Upload { path, .. } | Operation::ReplaceBlock { path, .. } => {
-                Some(path.clone())
-            }
+            Operation::Upload { path, .. }
+            | Operation::ReplaceBlock { path, .. }
+            | Operation::RemoveBlock { path, .. } => Some(path.clone()),
             Operation::Run(_)
             | Operation::Transfer { .. }
             | Operation::FetchIndexFile { .. }

@@ -45,8 +45,8 @@ pub use pip::{
 };
 pub use probe::{DEFAULT_MARKER, PROBE_SCRIPT, ProbeRequest, ProbeScope};
 pub use python::{
-    Distribution, InterpreterReport, ManagedBlock, PythonFacts, SitecustomizeFacts, TagsSource,
-    TorchFiles, managed_block, parse_python_report,
+    Distribution, ENV_HOOK_FILE, EnvHookFacts, InterpreterReport, ManagedBlock, PythonFacts,
+    SitecustomizeFacts, TagsSource, TorchFiles, managed_block, parse_python_report,
 };
 pub use sections::{Section, SectionStatus, Sections};
 pub use system::{DiskSpace, Kernel, OsRelease, parse_disk, parse_os_release, parse_uname};
@@ -115,6 +115,9 @@ pub struct NodeFacts {
     pub python: Option<PythonFacts>,
     /// The `sitecustomize` module the target interpreter imports.
     pub sitecustomize: Option<SitecustomizeFacts>,
+    /// The env step's start-up hook in the target environment's site-packages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_hook: Option<EnvHookFacts>,
     /// The target environment's packages, sorted by name.
     pub packages: Vec<InstalledPackage>,
     /// Where [`NodeFacts::packages`] was read.
@@ -259,6 +262,7 @@ impl NodeFacts {
 
         let mut python = None;
         let mut sitecustomize = None;
+        let mut env_hook = None;
         let mut torch_files = None;
         let mut distributions = Vec::new();
         if let Some(section) = sections.succeeded("python") {
@@ -267,6 +271,7 @@ impl NodeFacts {
                 .map_err(|error| error.in_section(&section.name))?;
             python = Some(report.python);
             sitecustomize = Some(report.sitecustomize);
+            env_hook = report.env_hook;
             torch_files = report.torch;
             distributions = report.distributions;
         }
@@ -363,6 +368,7 @@ impl NodeFacts {
             toolkits,
             python,
             sitecustomize,
+            env_hook,
             packages,
             packages_source,
             torch,

@@ -346,6 +346,17 @@ for directory in facts["site_packages"]:
         sitecustomize["shadowed"].append(candidate)
 facts["sitecustomize"] = sitecustomize
 
+# The env step's start-up hook (a .pth file) in the environment's first site-packages.
+env_hook = {"path": None, "text": None}
+if facts["site_packages"]:
+    env_hook["path"] = os.path.join(facts["site_packages"][0], "cuda_upgrade_env.pth")
+    try:
+        with open(env_hook["path"], "r", encoding="utf-8", errors="replace") as handle:
+            env_hook["text"] = handle.read(262144)
+    except OSError:
+        pass
+facts["env_hook"] = env_hook
+
 
 def read_text(directory, name):
     try:

@@ -108,6 +108,31 @@ pub struct SitecustomizeFacts {
     pub shadowed: Vec<PathBuf>,
 }
 
+/// The file name of the env step's start-up hook in the environment's first
+/// site-packages directory: a `.pth` file, run by `site` for this environment's
+/// interpreters only.
+pub const ENV_HOOK_FILE: &str = "cuda_upgrade_env.pth";
+
+/// The env step's start-up hook ([`ENV_HOOK_FILE`]) as the probe found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvHookFacts {
+    /// e.g. `/opt/torch/.venv/lib/python3.12/site-packages/cuda_upgrade_env.pth`.
+    pub path: PathBuf,
+    /// Whether the file exists.
+    pub exists: bool,
+    /// The managed block, when the file has one.
+    pub managed_block: Option<ManagedBlock>,
+    /// Why the file's markers cannot be read as one block.
+    #[serde(default)]
+    pub malformed_block: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct EnvHookReport {
+    path: Option<PathBuf>,
+    text: Option<String>,
+}
+
 /// Torch's build files as the interpreter found them, without importing torch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct TorchFiles {
@@ -136,6 +161,8 @@ struct PythonReport {
     tags: Vec<String>,
     tags_source: TagsSource,
     sitecustomize: SitecustomizeReport,
+    #[serde(default)]
+    env_hook: Option<EnvHookReport>,
     torch: Option<TorchFiles>,
     #[serde(default)]
     distributions: Vec<DistributionRow>,
@@ -199,6 +226,8 @@ pub struct InterpreterReport {
     pub python: PythonFacts,
     /// Its `sitecustomize` module.
     pub sitecustomize: SitecustomizeFacts,
+    /// The env step's start-up hook in its site-packages.
+    pub env_hook: Option<EnvHookFacts>,
     /// Torch's build files, when torch is installed.
     pub torch: Option<TorchFiles>,
     /// Every distribution, e.g. `Jinja2` `3.1.6`.
@@ -258,7 +287,22 @@ pub fn parse_python_report(
         malformed_block: block.err().map(|error| error.to_string()),
         shadowed: report.sitecustomize.shadowed,
     };
+    let env_hook = report.env_hook.and_then(|hook| {
+        let path = hook.path?;
+        let block = hook
+            .text
+            .as_deref()
+            .map(|text| managed_block(text, marker))
+            .transpose();
+        Some(EnvHookFacts {
+            path,
+            exists: hook.text.is_some(),
+            managed_block: block.as_ref().ok().cloned().flatten().flatten(),
+            malformed_block: block.err().map(|error| error.to_string()),
+        })
+    });
     Ok(InterpreterReport {
+        env_hook,
         python: PythonFacts {
             executable: report.executable,
             version: package_version(&report.version)?,

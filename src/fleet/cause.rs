@@ -4,10 +4,10 @@
 //! generic sentence.
 
 use crate::converge::ConvergeError;
-use crate::error_chain::error_chain;
 use crate::exec::ExecError;
 use crate::exec::launch::LaunchOutcome;
 use crate::resolve::{ConflictReport, ResolveError};
+use crate::text::error_chain;
 use crate::transport::TransportError;
 
 /// How many of a conflict's facts the one-line cause keeps.
@@ -136,7 +136,10 @@ mod tests {
     fn report(facts: &[&str]) -> ConflictReport {
         ConflictReport {
             manifest: "m".into(),
-            facts: facts.iter().map(ToString::to_string).collect(),
+            facts: facts
+                .iter()
+                .map(|fact| crate::resolve::Fact::plain((*fact).to_string()))
+                .collect(),
             hints: vec!["upgrade the node's driver".into()],
             more: Vec::new(),
         }

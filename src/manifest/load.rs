@@ -27,6 +27,7 @@ use super::redact::{has_credentials, redact_text, redact_url};
 use super::yaml::{self, Key, Node, NodeKind, Span};
 use crate::cuda::{CudaVersion, CudaWheelPolicy, DriverVersion, GpuArch};
 use crate::shell;
+use crate::text::is_bidi_control;
 
 mod env;
 mod indexes;
@@ -612,12 +613,6 @@ impl Checker {
             verify,
         })
     }
-}
-
-/// The Unicode bidirectional controls (embeddings, overrides, isolates and marks),
-/// which reorder how text is shown, e.g. U+202E RIGHT-TO-LEFT OVERRIDE.
-pub(crate) fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The first line of a parser's multi-line message, without its trailing colon.

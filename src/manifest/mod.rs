@@ -11,7 +11,6 @@ pub mod yaml;
 pub(crate) use diff::direction;
 pub use diff::{Change, DiffEntry, ManifestDiff, Section, VersionDirection, diff};
 pub use error::{Diagnostic, ManifestError};
-pub(crate) use load::is_bidi_control;
 pub use load::{
     MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, base_dir, load, load_file, load_str,
     parse_duration, read_text,

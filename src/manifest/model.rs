@@ -97,6 +97,23 @@ pub struct Target {
     pub gpu_arch: Vec<GpuArch>,
     /// Which CUDA majors the wheels may carry, e.g. `toolkit`; `None` is `any`.
     pub cuda_wheels: Option<CudaWheelPolicy>,
+    /// Which interpreters the `env` variables reach.
+    pub env_scope: EnvScope,
+    /// Keep installed packages the lock does not name (by default `apply` removes them).
+    pub keep_unlocked_packages: bool,
+}
+
+/// Which interpreters see the manifest's `env` variables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvScope {
+    /// Only the target environment's interpreters: a `.pth` start-up file in its
+    /// site-packages (the default).
+    #[default]
+    Environment,
+    /// Every environment of the target's base interpreter: a block in the
+    /// `sitecustomize.py` the target imports (on Debian and Ubuntu the system one).
+    Interpreter,
 }
 
 /// How a toolkit is installed.
@@ -291,6 +308,9 @@ pub struct EnvVar {
     pub value: EnvValue,
     /// A secret is never printed: plans, logs, diffs and journals show `***`.
     pub secret: bool,
+    /// Set even when the process already has the variable; by default a value the
+    /// process was started with wins (`NCCL_DEBUG=INFO python …`).
+    pub override_existing: bool,
 }
 
 /// Where an environment variable's value comes from.

@@ -3,6 +3,7 @@
 //! commands (secrets masked). Pure: `plan` is `apply` minus the executor.
 
 mod render;
+mod warnings;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,6 +14,7 @@ use crate::facts::NodeFacts;
 use crate::manifest::{Manifest, PackageOrigin, Verify};
 use crate::resolve::Lock;
 use crate::steps::env::ResolvedVar;
+use crate::steps::pip::{PackageCounts, PackageDiff};
 use crate::steps::{self, Action, Step};
 
 pub use render::{json, text};
@@ -72,6 +74,11 @@ pub struct NodePlan {
     pub steps: Vec<Step>,
     /// The verification launch that ends `apply`.
     pub verify: Option<Verify>,
+    /// What the pip step does to each package; `None` when the manifest does not
+    /// manage the environment's packages.
+    pub packages: Option<PackageDiff>,
+    /// Node facts that do not fit the manifest, e.g. a GPU outside `target.gpu_arch`.
+    pub warnings: Vec<String>,
 }
 
 /// How many steps of each action a plan has.
@@ -85,6 +92,10 @@ pub struct Summary {
     pub remove: usize,
     /// Nothing to do.
     pub unchanged: usize,
+    /// Steps that cannot be applied as planned (`apply` refuses the node).
+    pub blocked: usize,
+    /// What the pip step does to packages: every removal counted.
+    pub packages: PackageCounts,
 }
 
 impl NodePlan {
@@ -98,7 +109,15 @@ impl NodePlan {
                 Action::Remove => summary.remove += 1,
                 Action::NoOp => summary.unchanged += 1,
             }
+            if step.blocked.is_some() {
+                summary.blocked += 1;
+            }
         }
+        summary.packages = self
+            .packages
+            .as_ref()
+            .map(PackageDiff::counts)
+            .unwrap_or_default();
         summary
     }
 
@@ -162,6 +181,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         empty = NodeFacts {
             python: None,
             sitecustomize: None,
+            env_hook: None,
             packages: Vec::new(),
             install_records: Vec::new(),
             ..(*facts).clone()
@@ -171,15 +191,19 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         *facts
     };
     // A manifest without packages does not manage the environment's packages.
+    let mut packages = None;
     if !manifest.packages.is_empty() {
-        steps.push(steps::pip::plan(
+        let pip = steps::pip::plan(
             lock,
             python,
             package_facts,
             index_urls,
             hash_command,
+            manifest.target.keep_unlocked_packages,
             *fetch,
-        )?);
+        )?;
+        steps.push(pip.step);
+        packages = Some(pip.packages);
     }
     // Build requirements of source installs come from the first open index; a node
     // whose files the controller fetches reaches none.
@@ -212,12 +236,20 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         // A new environment is planned against itself once it exists: `apply` probes
         // again after the python-env step and plans this step anew.
         let env_facts = if fresh_env { package_facts } else { *facts };
-        steps.push(steps::env::plan(env, &manifest.name, python, env_facts));
+        steps.push(steps::env::plan(
+            env,
+            &manifest.name,
+            python,
+            env_facts,
+            manifest.target.env_scope,
+        ));
     }
     Ok(NodePlan {
         node: node.to_string(),
         manifest: manifest.name.clone(),
         steps,
         verify: manifest.verify.clone(),
+        packages,
+        warnings: warnings::warnings(manifest, facts),
     })
 }

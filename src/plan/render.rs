@@ -6,21 +6,39 @@ use std::fmt::Write;
 use serde_json::json as value;
 
 use super::NodePlan;
-use crate::report::text_value;
 use crate::shell;
 use crate::steps::Action;
+use crate::steps::pip::{PackageChange, PackageDiff};
+use crate::text::text_value;
 
-/// The plan as text, e.g. `+ toolkit  no toolkit in /usr/local/cuda-13.0` with its commands.
-pub fn text(plan: &NodePlan) -> String {
+/// How many downgrades and removals the text lists without `-v`.
+const SHOWN_WITHOUT_VERBOSE: usize = 20;
+
+/// The plan as text, e.g. `+ toolkit  no toolkit in /usr/local/cuda-13.0` with its
+/// commands. Downgrades and removals are always listed (the first
+/// [`SHOWN_WITHOUT_VERBOSE`] of each unless `verbose`); installs and upgrades with
+/// `verbose`.
+pub fn text(plan: &NodePlan, verbose: bool) -> String {
     let summary = plan.summary();
     let mut out = format!(
-        "{}: {} to create, {} to change, {} to remove, {} unchanged\n",
+        "{}: {} to create, {} to change, {} to remove, {} unchanged{}\n",
         text_value(&plan.node),
         summary.create,
         summary.change,
         summary.remove,
-        summary.unchanged
+        summary.unchanged,
+        if summary.blocked > 0 {
+            format!(", {} blocked", summary.blocked)
+        } else {
+            String::new()
+        }
     );
+    for warning in &plan.warnings {
+        let _ = writeln!(out, "  warning: {}", text_value(warning));
+    }
+    if let Some(packages) = &plan.packages {
+        packages_text(&mut out, packages, verbose);
+    }
     for step in &plan.steps {
         let label = if step.action == Action::NoOp {
             "no-op".to_string()
@@ -67,7 +85,69 @@ pub fn text(plan: &NodePlan) -> String {
             }
         );
     }
+    let blocked = plan.blocked();
+    if !blocked.is_empty() {
+        let _ = writeln!(
+            out,
+            "blocked: {} step{} ({}): `apply` refuses this node until each is resolved as its `! blocked:` line says",
+            blocked.len(),
+            if blocked.len() == 1 { "" } else { "s" },
+            blocked
+                .iter()
+                .map(|step| step.kind.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     out
+}
+
+/// The package lists under the header: downgrades and removals always, installs and
+/// upgrades with `verbose`.
+fn packages_text(out: &mut String, packages: &PackageDiff, verbose: bool) {
+    let _ = writeln!(out, "  packages: {}", packages.counts());
+    let lists: [(&str, &[PackageChange], bool); 4] = [
+        ("downgrade", &packages.downgrade, true),
+        ("remove", &packages.remove, true),
+        ("upgrade", &packages.upgrade, verbose),
+        ("install", &packages.install, verbose),
+    ];
+    let mut hidden = false;
+    for (label, list, shown) in lists {
+        if !shown {
+            hidden |= !list.is_empty();
+            continue;
+        }
+        let limit = if verbose {
+            list.len()
+        } else {
+            SHOWN_WITHOUT_VERBOSE
+        };
+        for change in list.iter().take(limit) {
+            let versions = match (&change.from, &change.to) {
+                (Some(from), Some(to)) => format!("{from} → {to}"),
+                (None, Some(to)) => to.clone(),
+                (Some(from), None) => from.clone(),
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "    {label:<9} {} {}",
+                text_value(&change.name),
+                text_value(&versions)
+            );
+        }
+        if list.len() > limit {
+            let _ = writeln!(
+                out,
+                "    … and {} more to {label} (`-v` lists every package)",
+                list.len() - limit
+            );
+        }
+    }
+    if hidden {
+        let _ = writeln!(out, "    (`-v` lists the packages to install and upgrade)");
+    }
 }
 
 /// The plan as JSON, for machines.
@@ -77,6 +157,8 @@ pub fn json(plan: &NodePlan) -> serde_json::Value {
         "manifest": plan.manifest,
         "summary": plan.summary(),
         "converged": plan.is_converged(),
+        "packages": plan.packages,
+        "warnings": plan.warnings,
         "steps": plan.steps.iter().map(|step| value!({
             "kind": step.kind,
             "subject": step.subject,

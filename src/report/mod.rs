@@ -9,29 +9,7 @@ pub mod facts;
 pub mod fleet;
 pub mod validate;
 
-use std::fmt::Write;
-
-pub use crate::error_chain::error_chain;
-use crate::manifest::is_bidi_control;
-
-/// Escape control characters so a value stays on its line, e.g. `a\nb` → `a\\nb`;
-/// bidirectional controls (e.g. U+202E, which shows `cod.exe` as `exe.doc`) and the
-/// Unicode line and paragraph separators are escaped the same way, e.g. `\u{202e}`.
-pub fn text_value(value: &str) -> String {
-    let mut escaped = String::with_capacity(value.len());
-    for ch in value.chars() {
-        match ch {
-            '\n' => escaped.push_str("\\n"),
-            '\r' => escaped.push_str("\\r"),
-            '\t' => escaped.push_str("\\t"),
-            c if c.is_control() || is_bidi_control(c) || matches!(c, '\u{2028}' | '\u{2029}') => {
-                let _ = write!(escaped, "\\u{{{:x}}}", u32::from(c));
-            }
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
+pub use crate::text::{error_chain, text_value};
 
 /// A markdown code span that shows `value` literally, whatever backticks it holds.
 pub fn markdown_code(value: &str) -> String {

@@ -1,21 +1,29 @@
-//! The env step: a marked block in the `sitecustomize.py` the target interpreter
-//! really imports, so every start of it sees the manifest's variables.
+//! The env step: the manifest's variables set at every start of the target
+//! environment's interpreters, and of no other.
 //!
-//! On Debian and Ubuntu the system `/usr/lib/python3.X/sitecustomize.py` comes first
-//! on `sys.path` and shadows any file in a virtual environment, so the block goes
-//! where the interpreter looks (the probe asks it), not where one would guess. The
-//! write follows that file's symlinks (Debian links it into `/etc/python3.X/`) and keeps
-//! owner and mode; the rest of the file is kept byte for byte. Secret values never enter
-//! that world-readable file: they go to a root-only 0600 file in a root-only directory
-//! (`/etc/cuda-upgrade/secrets/`), which the block reads at start-up.
+//! By default (`target.env_scope: environment`) the variables go into a managed block of
+//! a `.pth` start-up file in the environment's first site-packages directory
+//! (`cuda_upgrade_env.pth`): `site` runs its `import` lines for the interpreters of that
+//! environment only, so the system interpreter and every other environment see none of
+//! them. `env_scope: interpreter` writes the block into the `sitecustomize.py` the target
+//! interpreter really imports instead (on Debian and Ubuntu the system
+//! `/usr/lib/python3.X/sitecustomize.py`, which every environment of that interpreter
+//! imports). Either way a variable the process already has wins (`setdefault`) unless the
+//! manifest marks it `override: true`. Moving to one scope removes the block of the other
+//! (a node applied before scopes existed has its block in the system `sitecustomize.py`).
+//!
+//! Writes follow symlinks and keep owner and mode; the rest of a file is kept byte for
+//! byte. Secret values never enter a world-readable file: they go to a root-only 0600
+//! file in a root-only directory (`/etc/cuda-upgrade/secrets/`), which the block reads
+//! at start-up.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::facts::NodeFacts;
-use crate::manifest::{EnvValue, EnvVar};
+use crate::facts::{ENV_HOOK_FILE, ManagedBlock, NodeFacts};
+use crate::manifest::{EnvScope, EnvValue, EnvVar};
 use crate::transport::NodeCommand;
 
 use super::{Action, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
@@ -45,6 +53,8 @@ pub struct ResolvedVar {
     pub value: String,
     /// Shown as `***` when true.
     pub secret: bool,
+    /// Set even when the process already has the variable.
+    pub override_existing: bool,
 }
 
 /// Resolve values: literals as written, `from_env` through `lookup` (the controller's
@@ -68,6 +78,7 @@ pub fn resolve(
                 name: var.name.clone(),
                 value,
                 secret: var.secret,
+                override_existing: var.override_existing,
             })
         })
         .collect()
@@ -78,40 +89,112 @@ fn python_literal(value: &str) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "\"\"".to_string())
 }
 
-/// The block's lines: every variable that is not secret as a literal, and, when there
-/// are secrets, the lines that read them from `secrets_file` (root-only: an interpreter
-/// started by another user cannot read it and starts without them).
-pub fn block(vars: &[ResolvedVar], manifest_name: &str, secrets_file: Option<&Path>) -> String {
-    let mut block = format!(
-        "# Managed by `upgrade apply` for manifest {}; edits inside this block are overwritten.\nimport os as _cuda_upgrade_os\n",
+/// The Python statement that sets one variable in `os.environ` (bound to `os`):
+/// `setdefault`, so a value the process was started with wins, unless `override`.
+fn assignment(name: &str, value: &str, override_existing: bool) -> String {
+    if override_existing {
+        format!(
+            "os.environ[{}] = {}",
+            python_literal(name),
+            python_literal(value)
+        )
+    } else {
+        format!(
+            "os.environ.setdefault({}, {})",
+            python_literal(name),
+            python_literal(value)
+        )
+    }
+}
+
+/// The Python program that reads the secret values from `file` (root-only: an
+/// interpreter started by another user cannot read it and starts without them).
+fn secrets_program(vars: &[ResolvedVar], file: &Path) -> String {
+    let overrides: Vec<String> = vars
+        .iter()
+        .filter(|var| var.secret && var.override_existing)
+        .map(|var| python_literal(&var.name))
+        .collect();
+    format!(
+        "try:\n    with open({}, encoding=\"utf-8\") as f:\n        values = __import__(\"json\").load(f)\nexcept (OSError, ValueError):\n    values = {{}}\nfor name, value in values.items():\n    if name in ({}):\n        os.environ[name] = value\n    else:\n        os.environ.setdefault(name, value)\n",
+        python_literal(&file.display().to_string()),
+        if overrides.is_empty() {
+            String::new()
+        } else {
+            format!("{},", overrides.join(", "))
+        }
+    )
+}
+
+/// The block's lines for `scope`: every variable that is not secret as a literal, and,
+/// when there are secrets, the lines that read them from `secrets_file`. In a `.pth`
+/// file (environment scope) every line is one `import …` statement, the only lines
+/// `site` runs; in `sitecustomize.py` (interpreter scope) it is ordinary Python.
+pub fn block(
+    vars: &[ResolvedVar],
+    manifest_name: &str,
+    secrets_file: Option<&Path>,
+    scope: EnvScope,
+) -> String {
+    let mut lines = vec![format!(
+        "# Managed by `upgrade apply` for manifest {}; edits inside this block are overwritten.",
         python_literal(manifest_name)
-    );
-    for var in vars.iter().filter(|var| !var.secret) {
-        block.push_str(&format!(
-            "_cuda_upgrade_os.environ[{}] = {}\n",
-            python_literal(&var.name),
-            python_literal(&var.value)
-        ));
+    )];
+    let statements: Vec<String> = vars
+        .iter()
+        .filter(|var| !var.secret)
+        .map(|var| assignment(&var.name, &var.value, var.override_existing))
+        .collect();
+    let secrets = secrets_file.map(|file| secrets_program(vars, file));
+    let secret_names: Vec<String> = vars
+        .iter()
+        .filter(|var| var.secret)
+        .map(|var| python_literal(&var.name))
+        .collect();
+    match scope {
+        EnvScope::Environment => {
+            lines.push(
+                "# Run by `site` for this environment's interpreters only; a variable the process already has wins unless marked `override`."
+                    .to_string(),
+            );
+            lines.extend(
+                statements
+                    .iter()
+                    .map(|statement| format!("import os; {statement}")),
+            );
+            if let Some(program) = &secrets {
+                lines.push(format!(
+                    "# Secret values ({}) live in a root-only file, never in this one.",
+                    secret_names.join(", ")
+                ));
+                lines.push(format!(
+                    "import os; exec({}, {{\"os\": os}})",
+                    python_literal(program)
+                ));
+            }
+        }
+        EnvScope::Interpreter => {
+            lines.push("import os as _cuda_upgrade_os".to_string());
+            lines.extend(
+                statements
+                    .iter()
+                    .map(|statement| format!("_cuda_upgrade_{statement}")),
+            );
+            if let Some(program) = &secrets {
+                lines.push(format!(
+                    "# Secret values ({}) live in a root-only file, never in this one.",
+                    secret_names.join(", ")
+                ));
+                lines.push(format!(
+                    "exec({}, {{\"os\": _cuda_upgrade_os}})",
+                    python_literal(program)
+                ));
+            }
+            lines.push("del _cuda_upgrade_os".to_string());
+        }
     }
-    if let Some(file) = secrets_file {
-        let names: Vec<String> = vars
-            .iter()
-            .filter(|var| var.secret)
-            .map(|var| python_literal(&var.name))
-            .collect();
-        block.push_str(&format!(
-            "# Secret values ({}) live in a root-only file, never in this one.\n\
-             try:\n\
-             \x20   with open({}, encoding=\"utf-8\") as _cuda_upgrade_file:\n\
-             \x20       _cuda_upgrade_os.environ.update(__import__(\"json\").load(_cuda_upgrade_file))\n\
-             \x20   del _cuda_upgrade_file\n\
-             except (OSError, ValueError):\n\
-             \x20   pass\n",
-            names.join(", "),
-            python_literal(&file.display().to_string())
-        ));
-    }
-    block.push_str("del _cuda_upgrade_os\n");
+    let mut block = lines.join("\n");
+    block.push('\n');
     block
 }
 
@@ -134,9 +217,9 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Where the block goes: the `sitecustomize.py` the interpreter imports; when it
-/// imports none, a new one in the environment's first site-packages directory. `None`
-/// while the interpreter does not exist.
+/// Where the interpreter-scope block goes: the `sitecustomize.py` the interpreter
+/// imports; when it imports none, a new one in the environment's first site-packages
+/// directory. `None` while the interpreter does not exist.
 pub fn target_file(facts: &NodeFacts) -> Option<PathBuf> {
     if let Some(origin) = facts
         .sitecustomize
@@ -150,6 +233,20 @@ pub fn target_file(facts: &NodeFacts) -> Option<PathBuf> {
         .as_ref()
         .and_then(|python| python.site_packages.first())
         .map(|site| site.join("sitecustomize.py"))
+}
+
+/// Where the environment-scope block goes: the `.pth` start-up file in the
+/// environment's first site-packages directory. `None` while the interpreter does not
+/// exist.
+pub fn hook_file(facts: &NodeFacts) -> Option<PathBuf> {
+    if let Some(hook) = &facts.env_hook {
+        return Some(hook.path.clone());
+    }
+    facts
+        .python
+        .as_ref()
+        .and_then(|python| python.site_packages.first())
+        .map(|site| site.join(ENV_HOOK_FILE))
 }
 
 /// The secrets file for the block in `target` (one per file that holds a block), e.g.
@@ -170,14 +267,86 @@ pub fn secrets_file(facts: &NodeFacts, target: &Path) -> PathBuf {
         .join(format!("env-{}.json", &digest[..16]))
 }
 
+/// The file that holds (or will hold) the block, as the facts see it.
+struct BlockFile {
+    path: PathBuf,
+    /// How the plan names it, e.g. `` `/usr/lib/python3.12/sitecustomize.py` (→ `/etc/…`) ``.
+    shown: String,
+    /// Its current block.
+    current: Option<ManagedBlock>,
+    /// Why its markers cannot be read.
+    malformed: Option<String>,
+    /// The reason when it has no block.
+    missing: String,
+    /// Whether the file exists (a new one is created, `+`).
+    exists: bool,
+}
+
+/// The block file of the interpreter scope: the `sitecustomize.py` it imports.
+fn sitecustomize_file(facts: &NodeFacts, path: PathBuf) -> BlockFile {
+    let site = facts.sitecustomize.as_ref();
+    let imported = site.and_then(|site| site.origin.as_ref()).is_some();
+    let shown = match site.and_then(|site| site.real_path.as_ref()) {
+        Some(real) if imported && *real != path => {
+            format!("`{}` (→ `{}`)", path.display(), real.display())
+        }
+        _ => format!("`{}`", path.display()),
+    };
+    let missing = if imported {
+        format!("{shown}, the sitecustomize the interpreter imports, has no managed block")
+    } else {
+        format!("the interpreter imports no sitecustomize; {shown} will hold the block")
+    };
+    BlockFile {
+        path,
+        current: site.and_then(|site| site.managed_block.clone()),
+        malformed: site.and_then(|site| site.malformed_block.clone()),
+        missing,
+        exists: imported,
+        shown,
+    }
+}
+
+/// The block file of the environment scope: the `.pth` hook.
+fn hook(facts: &NodeFacts, path: PathBuf) -> BlockFile {
+    let hook = facts.env_hook.as_ref().filter(|hook| hook.path == path);
+    let shown = format!("`{}`", path.display());
+    let exists = hook.is_some_and(|hook| hook.exists);
+    BlockFile {
+        missing: if exists {
+            format!("the start-up file {shown} has no managed block")
+        } else {
+            format!(
+                "the start-up file {shown}, read by this environment's interpreters only, does not exist"
+            )
+        },
+        current: hook.and_then(|hook| hook.managed_block.clone()),
+        malformed: hook.and_then(|hook| hook.malformed_block.clone()),
+        exists,
+        shown,
+        path,
+    }
+}
+
 /// Plan the step from the node's facts. `python` is the target interpreter.
-pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &NodeFacts) -> Step {
+pub fn plan(
+    vars: &[ResolvedVar],
+    manifest_name: &str,
+    python: &Path,
+    facts: &NodeFacts,
+    scope: EnvScope,
+) -> Step {
     let subject = python.display().to_string();
     let verification = Some(Verification::EnvironmentVisible {
         python: python.to_path_buf(),
         variables: vars
             .iter()
             .map(|var| (var.name.clone(), var.value.clone()))
+            .collect(),
+        overrides: vars
+            .iter()
+            .filter(|var| var.override_existing)
+            .map(|var| var.name.clone())
             .collect(),
     });
     let step = |action, reason: String, operations, blocked| Step {
@@ -189,25 +358,30 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
         blocked,
         verification: verification.clone(),
     };
-    let Some(path) = target_file(facts) else {
+    let file = match scope {
+        EnvScope::Environment => hook_file(facts).map(|path| hook(facts, path)),
+        EnvScope::Interpreter => target_file(facts).map(|path| sitecustomize_file(facts, path)),
+    };
+    let Some(file) = file else {
+        let place = match scope {
+            EnvScope::Environment => format!("its site-packages' `{ENV_HOOK_FILE}`"),
+            EnvScope::Interpreter => "the `sitecustomize.py` it imports".to_string(),
+        };
         return step(
             Action::Create,
             format!(
-                "`{subject}` does not exist yet: the block goes into the `sitecustomize.py` it imports, found once it exists"
+                "`{subject}` does not exist yet: the block goes into {place}, found once it exists"
             ),
             Vec::new(),
             None,
         );
     };
-    let site = facts.sitecustomize.as_ref();
-    let imported = site.and_then(|site| site.origin.as_ref()).is_some();
-    let shown = match site.and_then(|site| site.real_path.as_ref()) {
-        Some(real) if imported && *real != path => {
-            format!("`{}` (→ `{}`)", path.display(), real.display())
-        }
-        _ => format!("`{}`", path.display()),
+    let shown = &file.shown;
+    let extension = match scope {
+        EnvScope::Environment => "pth",
+        EnvScope::Interpreter => "py",
     };
-    if path.extension().is_none_or(|extension| extension != "py") {
+    if file.path.extension().is_none_or(|found| found != extension) {
         return step(
             Action::Change,
             format!("{shown} is not a Python source file"),
@@ -217,7 +391,7 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
             )),
         );
     }
-    if let Some(problem) = site.and_then(|site| site.malformed_block.as_ref()) {
+    if let Some(problem) = &file.malformed {
         return step(
             Action::Change,
             format!("{shown} has a malformed managed block"),
@@ -228,65 +402,29 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
         );
     }
     let secrets = secrets_content(vars);
-    let secrets_path = secrets_file(facts, &path);
+    let secrets_path = secrets_file(facts, &file.path);
     let wanted = block(
         vars,
         manifest_name,
         secrets.as_ref().map(|_| secrets_path.as_path()),
+        scope,
     );
-    let current_file = facts
-        .secret_files
-        .iter()
-        .find(|file| file.path == secrets_path);
 
     let mut reasons = Vec::new();
     let mut operations = Vec::new();
     let mut action = Action::NoOp;
-    match (&secrets, current_file) {
-        (Some(content), current) => {
-            let stale = match current {
-                None => Some("does not exist"),
-                Some(file) if !file.is_private() => Some("is readable by other users"),
-                Some(file) if file.sha256 != sha256_hex(content.as_bytes()) => {
-                    Some("holds other values")
-                }
-                Some(_) => None,
-            };
-            if let Some(stale) = stale {
-                reasons.push(format!(
-                    "the secrets file `{}` {stale}",
-                    secrets_path.display()
-                ));
-                action = Action::Change;
-                operations.push(Operation::Upload {
-                    path: secrets_path.clone(),
-                    placement: Placement::Secret,
-                    content: content.clone().into_bytes(),
-                });
-            }
-        }
-        (None, Some(file)) => {
-            reasons.push(format!(
-                "the secrets file `{}` is no longer needed",
-                file.path.display()
-            ));
-            action = Action::Change;
-            operations.push(Operation::Run(
-                NodeCommand::new("rm")
-                    .arg("-f")
-                    .arg("--")
-                    .arg(file.path.display().to_string()),
-            ));
-        }
-        (None, None) => {}
+    secrets_operations(
+        facts,
+        secrets.as_deref(),
+        &secrets_path,
+        &mut reasons,
+        &mut operations,
+    );
+    if !operations.is_empty() {
+        action = Action::Change;
     }
-    let block_reason = match site.and_then(|site| site.managed_block.as_ref()) {
-        None if imported => Some(format!(
-            "{shown}, the sitecustomize the interpreter imports, has no managed block"
-        )),
-        None => Some(format!(
-            "the interpreter imports no sitecustomize; {shown} will hold the block"
-        )),
+    let block_reason = match &file.current {
+        None => Some(file.missing.clone()),
         Some(current) if current.sha256 != sha256_hex(wanted.as_bytes()) => Some(format!(
             "the managed block of {shown} differs from the manifest's variables"
         )),
@@ -294,7 +432,7 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
     };
     if let Some(reason) = block_reason {
         if action == Action::NoOp {
-            action = if imported {
+            action = if file.exists {
                 Action::Change
             } else {
                 Action::Create
@@ -303,10 +441,42 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
         reasons.insert(0, reason);
         // The secret values land before the block that reads them.
         operations.push(Operation::ReplaceBlock {
-            path: path.clone(),
+            path: file.path.clone(),
             marker: MARKER.to_string(),
             block: wanted,
         });
+    }
+    // The other scope's block goes: a node applied before scopes existed has its block
+    // in the system `sitecustomize.py`, where every environment of the interpreter saw it.
+    let other = match scope {
+        EnvScope::Environment => target_file(facts)
+            .map(|path| sitecustomize_file(facts, path))
+            .filter(|other| other.malformed.is_none()),
+        EnvScope::Interpreter => hook_file(facts).map(|path| hook(facts, path)),
+    };
+    if let Some(other) = other.filter(|other| other.current.is_some()) {
+        action = Action::Change;
+        reasons.push(format!(
+            "the managed block of {} {}: removed",
+            other.shown,
+            match scope {
+                EnvScope::Environment =>
+                    "reaches every environment of the interpreter (`target.env_scope: environment` keeps the variables to this one)",
+                EnvScope::Interpreter => "belongs to `target.env_scope: environment`",
+            }
+        ));
+        operations.push(Operation::RemoveBlock {
+            path: other.path.clone(),
+            marker: MARKER.to_string(),
+        });
+        let other_secrets = secrets_file(facts, &other.path);
+        if facts
+            .secret_files
+            .iter()
+            .any(|file| file.path == other_secrets)
+        {
+            operations.push(remove_file(&other_secrets));
+        }
     }
     let reason = if reasons.is_empty() {
         format!(
@@ -330,10 +500,61 @@ pub fn plan(vars: &[ResolvedVar], manifest_name: &str, python: &Path, facts: &No
     step(action, reason, operations, None)
 }
 
+/// `rm -f -- PATH`.
+fn remove_file(path: &Path) -> Operation {
+    Operation::Run(
+        NodeCommand::new("rm")
+            .arg("-f")
+            .arg("--")
+            .arg(path.display().to_string()),
+    )
+}
+
+/// The operations that make the secrets file at `path` hold `content` (root only), or
+/// remove it when no secret is left.
+fn secrets_operations(
+    facts: &NodeFacts,
+    content: Option<&str>,
+    path: &Path,
+    reasons: &mut Vec<String>,
+    operations: &mut Vec<Operation>,
+) {
+    let current = facts.secret_files.iter().find(|file| file.path == path);
+    match (content, current) {
+        (Some(content), current) => {
+            let stale = match current {
+                None => Some("does not exist"),
+                Some(file) if !file.is_private() => Some("is readable by other users"),
+                Some(file) if file.sha256 != sha256_hex(content.as_bytes()) => {
+                    Some("holds other values")
+                }
+                Some(_) => None,
+            };
+            if let Some(stale) = stale {
+                reasons.push(format!("the secrets file `{}` {stale}", path.display()));
+                operations.push(Operation::Upload {
+                    path: path.to_path_buf(),
+                    placement: Placement::Secret,
+                    content: content.as_bytes().to_vec(),
+                });
+            }
+        }
+        (None, Some(file)) => {
+            reasons.push(format!(
+                "the secrets file `{}` is no longer needed",
+                file.path.display()
+            ));
+            operations.push(remove_file(&file.path));
+        }
+        (None, None) => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::facts::{SecretFile, SitecustomizeFacts, managed_block};
+    use crate::manifest::EnvScope;
 
     fn vars() -> Vec<ResolvedVar> {
         vec![
@@ -341,11 +562,13 @@ mod tests {
                 name: "CUDA_HOME".into(),
                 value: "/usr/local/cuda-13.0".into(),
                 secret: false,
+                override_existing: false,
             },
             ResolvedVar {
                 name: "HF_TOKEN".into(),
                 value: "hf_secret\"'\n$(x)".into(),
                 secret: true,
+                override_existing: false,
             },
         ]
     }
@@ -389,7 +612,7 @@ mod tests {
     fn secret_values_go_to_a_root_only_file_never_into_the_block() {
         let facts = ubuntu(None, None);
         let python = Path::new("/opt/torch/.venv/bin/python3");
-        let step = plan(&vars(), "m", python, &facts);
+        let step = plan(&vars(), "m", python, &facts, EnvScope::Interpreter);
         let secrets = secrets_file(&facts, Path::new("/usr/lib/python3.12/sitecustomize.py"));
         assert!(secrets.starts_with("/etc/cuda-upgrade/secrets"));
         assert_eq!(
@@ -437,7 +660,7 @@ mod tests {
         let target = Path::new("/usr/lib/python3.12/sitecustomize.py");
         let facts = ubuntu(None, None);
         let path = secrets_file(&facts, target);
-        let wanted = block(&vars(), "m", Some(&path));
+        let wanted = block(&vars(), "m", Some(&path), EnvScope::Interpreter);
         let content = secrets_content(&vars()).unwrap();
         let file = |mode, content: &str| SecretFile {
             path: path.clone(),
@@ -451,6 +674,7 @@ mod tests {
             "m",
             python,
             &ubuntu(Some(&wanted), Some(file(0o600, &content))),
+            EnvScope::Interpreter,
         );
         assert_eq!(done.action, Action::NoOp, "{}", done.reason);
         let open = plan(
@@ -458,6 +682,7 @@ mod tests {
             "m",
             python,
             &ubuntu(Some(&wanted), Some(file(0o644, &content))),
+            EnvScope::Interpreter,
         );
         assert_eq!(open.action, Action::Change);
         assert!(
@@ -471,6 +696,7 @@ mod tests {
             "m",
             python,
             &ubuntu(Some(&wanted), Some(file(0o600, "{}"))),
+            EnvScope::Interpreter,
         );
         assert!(
             other.reason.contains("holds other values"),
@@ -479,12 +705,13 @@ mod tests {
         );
         // Without secrets, a left-over secrets file is removed.
         let plain = &vars()[..1];
-        let plain_block = block(plain, "m", None);
+        let plain_block = block(plain, "m", None, EnvScope::Interpreter);
         let stale = plan(
             plain,
             "m",
             python,
             &ubuntu(Some(&plain_block), Some(file(0o600, &content))),
+            EnvScope::Interpreter,
         );
         assert_eq!(stale.action, Action::Change);
         assert_eq!(
@@ -505,6 +732,7 @@ mod tests {
             "m",
             Path::new("/opt/torch/.venv/bin/python3"),
             &facts,
+            EnvScope::Interpreter,
         );
         let blocked = step.blocked.unwrap();
         assert!(
@@ -526,6 +754,7 @@ mod tests {
             "m",
             Path::new("/opt/torch/.venv/bin/python3"),
             &facts,
+            EnvScope::Interpreter,
         );
         assert!(step.blocked.unwrap().contains("not a `.py` source file"));
         assert!(step.operations.is_empty());
@@ -536,7 +765,13 @@ mod tests {
         let mut facts = h200();
         facts.python = None;
         facts.sitecustomize = None;
-        let step = plan(&vars(), "m", Path::new("/opt/ml-env/bin/python3"), &facts);
+        let step = plan(
+            &vars(),
+            "m",
+            Path::new("/opt/ml-env/bin/python3"),
+            &facts,
+            EnvScope::Environment,
+        );
         assert_eq!(step.action, Action::Create);
         assert_eq!(step.subject, "/opt/ml-env/bin/python3");
         assert!(step.operations.is_empty());
@@ -548,6 +783,7 @@ mod tests {
             name: "HF_TOKEN".into(),
             value: EnvValue::FromEnv("CONTROLLER_TOKEN".into()),
             secret: true,
+            override_existing: false,
         }];
         let resolved = resolve(&vars, |name| {
             (name == "CONTROLLER_TOKEN").then(|| "v".to_string())
@@ -555,5 +791,124 @@ mod tests {
         .unwrap();
         assert_eq!(resolved[0].value, "v");
         assert!(resolve(&vars, |_| None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod scope_tests {
+    use super::*;
+    use crate::facts::{EnvHookFacts, SitecustomizeFacts};
+
+    fn h200() -> NodeFacts {
+        NodeFacts::read(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/facts/h200.facts.json"),
+        )
+        .unwrap()
+    }
+
+    fn var(name: &str, value: &str, override_existing: bool) -> ResolvedVar {
+        ResolvedVar {
+            name: name.into(),
+            value: value.into(),
+            secret: false,
+            override_existing,
+        }
+    }
+
+    const VENV_HOOK: &str = "/opt/torch/.venv/lib/python3.12/site-packages/cuda_upgrade_env.pth";
+
+    /// See: issue 19 — by default the block goes into a `.pth` file of the venv, never
+    /// into the system `sitecustomize.py`, and assigns with `setdefault`.
+    #[test]
+    fn the_default_scope_is_the_environment_and_a_process_value_wins() {
+        let vars = vec![
+            var("CUDA_HOME", "/usr/local/cuda-13.0", false),
+            var("NCCL_DEBUG", "WARN", true),
+        ];
+        let python = Path::new("/opt/torch/.venv/bin/python3");
+        let step = plan(&vars, "m", python, &h200(), EnvScope::Environment);
+        assert_eq!(step.action, Action::Create, "{}", step.reason);
+        let [Operation::ReplaceBlock { path, block, .. }] = step.operations.as_slice() else {
+            panic!("{:?}", step.operations);
+        };
+        assert_eq!(path, Path::new(VENV_HOOK));
+        assert!(
+            block.contains(
+                r#"import os; os.environ.setdefault("CUDA_HOME", "/usr/local/cuda-13.0")"#
+            ),
+            "{block}"
+        );
+        assert!(
+            block.contains(r#"import os; os.environ["NCCL_DEBUG"] = "WARN""#),
+            "{block}"
+        );
+        // Every line of a .pth that `site` runs starts with `import`; the rest are comments.
+        assert!(
+            block
+                .lines()
+                .all(|line| line.starts_with("import ") || line.starts_with('#')),
+            "{block}"
+        );
+        let Some(Verification::EnvironmentVisible { overrides, .. }) = &step.verification else {
+            panic!("{:?}", step.verification);
+        };
+        assert_eq!(overrides, &vec!["NCCL_DEBUG".to_string()]);
+    }
+
+    /// A node applied before scopes existed: its block in the system
+    /// `sitecustomize.py` is removed, and the converged hook is otherwise a no-op.
+    #[test]
+    fn migrating_removes_the_interpreter_wide_block() {
+        let vars = vec![var("CUDA_HOME", "/usr/local/cuda-13.0", false)];
+        let python = Path::new("/opt/torch/.venv/bin/python3");
+        let wanted = block(&vars, "m", None, EnvScope::Environment);
+        let mut facts = h200();
+        facts.env_hook = Some(EnvHookFacts {
+            path: VENV_HOOK.into(),
+            exists: true,
+            managed_block: Some(ManagedBlock {
+                content: wanted.clone(),
+                sha256: sha256_hex(wanted.as_bytes()),
+            }),
+            malformed_block: None,
+        });
+        let converged = plan(&vars, "m", python, &facts, EnvScope::Environment);
+        assert_eq!(converged.action, Action::NoOp, "{}", converged.reason);
+        let old = "_cuda_upgrade_os.environ[\"CUDA_HOME\"] = \"/usr/local/cuda-13.0\"\n";
+        facts.sitecustomize = Some(SitecustomizeFacts {
+            origin: Some("/usr/lib/python3.12/sitecustomize.py".into()),
+            real_path: Some("/etc/python3.12/sitecustomize.py".into()),
+            mode: Some(0o644),
+            uid: Some(0),
+            imported: true,
+            file_sha256: None,
+            managed_block: Some(ManagedBlock {
+                content: old.into(),
+                sha256: sha256_hex(old.as_bytes()),
+            }),
+            malformed_block: None,
+            shadowed: Vec::new(),
+        });
+        let step = plan(&vars, "m", python, &facts, EnvScope::Environment);
+        assert_eq!(step.action, Action::Change);
+        let [Operation::RemoveBlock { path, .. }] = step.operations.as_slice() else {
+            panic!("{:?}", step.operations);
+        };
+        assert_eq!(path, Path::new("/usr/lib/python3.12/sitecustomize.py"));
+        assert!(
+            step.reason.contains("reaches every environment"),
+            "{}",
+            step.reason
+        );
+        // The interpreter scope, asked for, writes there and leaves the hook's block... removed.
+        let step = plan(&vars, "m", python, &facts, EnvScope::Interpreter);
+        assert!(
+            step.operations.iter().any(|operation| matches!(
+                operation,
+                Operation::RemoveBlock { path, .. } if path == Path::new(VENV_HOOK)
+            )),
+            "{:?}",
+            step.operations
+        );
     }
 }

@@ -241,6 +241,14 @@ pub enum Operation {
         /// The lines between the markers (no secret values: those live in a secret file).
         block: String,
     },
+    /// Remove the managed block of a file (markers included), keeping every other byte;
+    /// nothing happens when the file or its block is gone.
+    RemoveBlock {
+        /// e.g. `/usr/lib/python3.12/sitecustomize.py` (a link is followed).
+        path: PathBuf,
+        /// The marker name, e.g. `cuda-upgrade managed block`.
+        marker: String,
+    },
 }
 
 impl Operation {
@@ -290,6 +298,10 @@ impl Operation {
             Self::GitBundle { url, rev, path } => format!(
                 "send a git bundle of {}@{rev}, made on the controller, to {}",
                 crate::manifest::redact_url(url),
+                path.display()
+            ),
+            Self::RemoveBlock { path, .. } => format!(
+                "remove the managed block of {} (links followed; owner, mode and every other byte kept)",
                 path.display()
             ),
             Self::ReplaceBlock { path, block, .. } => {
@@ -353,6 +365,9 @@ pub enum Verification {
         python: PathBuf,
         /// Name and expected value (values of secrets are compared, never shown).
         variables: Vec<(String, String)>,
+        /// The names set even when the process already has them (`override: true`);
+        /// for the others a value the process was started with must win.
+        overrides: Vec<String>,
     },
 }
 

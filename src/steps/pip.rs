@@ -8,6 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use crate::facts::NodeFacts;
 use crate::manifest::has_credentials;
 use crate::resolve::{Lock, LockedSource};
@@ -44,19 +46,127 @@ pub enum PipError {
     },
 }
 
+/// One package the pip step changes, e.g. `torch` from `2.11.0+cu130` to `2.9.1+cu130`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PackageChange {
+    /// e.g. `torch`.
+    pub name: String,
+    /// The installed version; `None` for a new package, `"direct URL"` for a package
+    /// installed from a URL or a checkout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The locked version; `None` for a removal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// What the pip step does to the environment's packages, package by package: every
+/// list complete (a plan's text may shorten them, its JSON never does).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PackageDiff {
+    /// Packages the environment does not have.
+    pub install: Vec<PackageChange>,
+    /// Packages replaced by a later version (PEP 440 order; a `+cuXYZ` build of the
+    /// same release counts as later), or whose installed version cannot be compared.
+    pub upgrade: Vec<PackageChange>,
+    /// Packages replaced by an earlier version.
+    pub downgrade: Vec<PackageChange>,
+    /// Packages installed that the lock does not name: `pip uninstall` removes them.
+    pub remove: Vec<PackageChange>,
+}
+
+/// How many packages each list of a [`PackageDiff`] holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PackageCounts {
+    /// New packages.
+    pub install: usize,
+    /// Later versions.
+    pub upgrade: usize,
+    /// Earlier versions.
+    pub downgrade: usize,
+    /// Removed packages.
+    pub remove: usize,
+}
+
+impl std::fmt::Display for PackageCounts {
+    /// e.g. `3 to install, 1 to upgrade, 1 to downgrade, 113 to remove`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} to install, {} to upgrade, {} to downgrade, {} to remove",
+            self.install, self.upgrade, self.downgrade, self.remove
+        )
+    }
+}
+
+impl PackageDiff {
+    /// The lists' lengths.
+    pub fn counts(&self) -> PackageCounts {
+        PackageCounts {
+            install: self.install.len(),
+            upgrade: self.upgrade.len(),
+            downgrade: self.downgrade.len(),
+            remove: self.remove.len(),
+        }
+    }
+
+    /// `true` when the step changes no package.
+    pub fn is_empty(&self) -> bool {
+        self.counts() == PackageCounts::default()
+    }
+
+    fn add(&mut self, name: &str, installed: Option<&Option<String>>, locked: &str) {
+        let change = |from: Option<String>| PackageChange {
+            name: name.to_string(),
+            from,
+            to: Some(locked.to_string()),
+        };
+        match installed {
+            None => self.install.push(change(None)),
+            Some(None) => self.upgrade.push(change(Some("direct URL".to_string()))),
+            Some(Some(version)) => {
+                let older = match (
+                    version.parse::<pep440_rs::Version>(),
+                    locked.parse::<pep440_rs::Version>(),
+                ) {
+                    (Ok(installed), Ok(locked)) => locked < installed,
+                    _ => false,
+                };
+                if older {
+                    self.downgrade.push(change(Some(version.clone())));
+                } else {
+                    self.upgrade.push(change(Some(version.clone())));
+                }
+            }
+        }
+    }
+}
+
+/// The pip step with the package diff it makes.
+#[derive(Debug, Clone)]
+pub struct PipPlan {
+    /// The step.
+    pub step: Step,
+    /// What it does to each package.
+    pub packages: PackageDiff,
+}
+
 /// Plan the step. `index_urls` maps each index name of the lock to its URL;
 /// `hash_command` is the command that records missing digests (the step blocks with it,
 /// plus `--package NAME`, when a locked file has no sha256). With
 /// [`FetchMode::Controller`] the node reaches no index: the controller sends it the
 /// files and pip installs them with `--no-index --find-links`.
+/// plus `--package NAME`, when a locked file has no sha256). Installed packages the
+/// lock does not name are removed unless `keep_unlocked` (`target.keep_unlocked_packages`).
 pub fn plan(
     lock: &Lock,
     python: &Path,
     facts: &NodeFacts,
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
+    keep_unlocked: bool,
     fetch: FetchMode,
-) -> Result<Step, PipError> {
+) -> Result<PipPlan, PipError> {
     let installed: BTreeMap<String, Option<String>> = facts
         .packages
         .iter()
@@ -73,6 +183,7 @@ pub fn plan(
     let mut keep: BTreeSet<&str> = TOOLING.iter().copied().collect();
     let mut unhashed: Vec<PipError> = Vec::new();
     let mut sent: Vec<Operation> = Vec::new();
+    let mut packages = PackageDiff::default();
     for package in &lock.packages {
         keep.insert(package.name.as_str());
         let LockedSource::Index {
@@ -88,6 +199,11 @@ pub fn plan(
         {
             continue;
         }
+        packages.add(
+            &package.name,
+            installed.get(&package.name),
+            &package.version,
+        );
         let digest = sha256
             .as_ref()
             .and_then(|sha256| sha256.parse::<crate::manifest::Sha256>().ok());
@@ -114,12 +230,7 @@ pub fn plan(
             sha256: digest,
             path: PathBuf::from(WHEELS_DIR).join(file),
         });
-        let was = match installed.get(&package.name) {
-            Some(Some(version)) => format!(" (was {version})"),
-            Some(None) => " (was a direct URL install)".to_string(),
-            None => String::new(),
-        };
-        install.push(format!("{}=={}{was}", package.name, package.version));
+        install.push(format!("{}=={}", package.name, package.version));
         by_index.entry(index.as_str()).or_default().push(format!(
             "{}=={} --hash=sha256:{sha256}\n",
             package.name, package.version
@@ -127,8 +238,22 @@ pub fn plan(
     }
     let remove: Vec<String> = installed
         .keys()
-        .filter(|name| !keep.contains(name.as_str()))
+        .filter(|name| !keep_unlocked && !keep.contains(name.as_str()))
         .cloned()
+        .collect();
+    packages.remove = remove
+        .iter()
+        .map(|name| PackageChange {
+            name: name.clone(),
+            from: Some(
+                installed
+                    .get(name)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| "direct URL".to_string()),
+            ),
+            to: None,
+        })
         .collect();
     let python_text = python.display().to_string();
     let mut operations = Vec::new();
@@ -179,19 +304,10 @@ pub fn plan(
             Action::Create,
             format!("install {} packages", install.len()),
         ),
-        (false, _, _) | (true, false, _) => (
-            Action::Change,
-            format!(
-                "{} to install{}, {} to remove{}",
-                install.len(),
-                summary(&install),
-                remove.len(),
-                summary(&remove)
-            ),
-        ),
+        (false, _, _) | (true, false, _) => (Action::Change, packages.counts().to_string()),
     };
     let blocked = (!unhashed.is_empty()).then(|| missing_hashes(&unhashed, hash_command));
-    Ok(Step {
+    let step = Step {
         kind: StepKind::PipPins,
         subject: python_text.clone(),
         action,
@@ -207,7 +323,8 @@ pub fn plan(
                 .iter()
                 .any(|package| matches!(package.source, LockedSource::Git { .. })),
         }),
-    })
+    };
+    Ok(PipPlan { step, packages })
 }
 
 /// Reads the index URL from the root-only file `$1`, removes the file, and runs the
@@ -294,14 +411,6 @@ fn missing_hashes(unhashed: &[PipError], hash_command: &str) -> String {
             .collect::<Vec<_>>()
             .join("; ")
     )
-}
-
-fn summary(items: &[String]) -> String {
-    match items.len() {
-        0 => String::new(),
-        1..=6 => format!(" ({})", items.join(", ")),
-        n => format!(" ({}, and {} more)", items[..5].join(", "), n - 5),
-    }
 }
 
 #[cfg(test)]

@@ -86,6 +86,9 @@ pub fn overlay(testbed: &Testbed, dir: &Path, edit: impl Fn(String) -> String) -
         .replace("https://github.com/sgl-project/sglang", &format!("file://{NODE_REPOSITORY}"))
         .replace("patches/sglang-0.5.9-flashinfer-0.6.4.patch", "patches/flashinfer-0.6.4.patch")
         .replace("python_version: \"3.12\"", "python_version: \"3.11\"")
+        // These tests follow the block into the interpreter's symlinked sitecustomize.py;
+        // the default scope (the environment's .pth) is tested in tests/steps_local.rs.
+        .replace("  base_python: /usr/bin/python3\n", "  base_python: /usr/bin/python3\n  env_scope: interpreter\n")
         // The node's /tmp is private: the log stays out of the overlays compared below.
         .replace("/data/logs/cuda13_baseline.log", "/tmp/sglang/cuda13_baseline.log");
     // The fixture indexes carry no torchvision or torchaudio.

@@ -5,7 +5,7 @@ use super::*;
 
 impl Checker {
     pub(super) fn env(&mut self, node: &Node) -> Vec<EnvVar> {
-        const KEYS: &[&str] = &["value", "from_env", "secret"];
+        const KEYS: &[&str] = &["value", "from_env", "secret", "override"];
         let NodeKind::Mapping(entries) = &node.kind else {
             self.error(
                 node.span,
@@ -30,6 +30,7 @@ impl Checker {
                         name: name.clone(),
                         value: EnvValue::Literal(text),
                         secret: false,
+                        override_existing: false,
                     })
                 }
                 NodeKind::Mapping(_) => {
@@ -51,6 +52,10 @@ impl Checker {
                     let secret = fields
                         .take("secret")
                         .and_then(|n| self.boolean(n, &format!("{what}.secret")));
+                    let override_existing = fields
+                        .take("override")
+                        .and_then(|n| self.boolean(n, &format!("{what}.override")))
+                        .unwrap_or(false);
                     let span = fields.span;
                     self.finish(fields);
                     match (literal, from_env) {
@@ -58,12 +63,14 @@ impl Checker {
                             name: name.clone(),
                             value: EnvValue::Literal(literal),
                             secret: secret.unwrap_or(false),
+                            override_existing,
                         }),
                         // A value taken from the controller's environment is a secret unless said otherwise.
                         (None, Some(from)) => Some(EnvVar {
                             name: name.clone(),
                             value: EnvValue::FromEnv(from),
                             secret: secret.unwrap_or(true),
+                            override_existing,
                         }),
                         (Some(_), Some(_)) => {
                             self.error(

@@ -28,6 +28,8 @@ impl Checker {
             "driver",
             "gpu_arch",
             "cuda_wheels",
+            "env_scope",
+            "keep_unlocked_packages",
         ];
         let mut fields = self.fields(node, "target", KEYS)?;
         let python = self
@@ -83,6 +85,24 @@ impl Checker {
         let cuda_wheels = fields
             .take("cuda_wheels")
             .and_then(|n| self.parsed::<CudaWheelPolicy>(n, "target.cuda_wheels"));
+        let env_scope = fields
+            .take("env_scope")
+            .and_then(|n| {
+                let text = self.string(n, "target.env_scope")?;
+                match text.as_str() {
+                    "environment" => Some(EnvScope::Environment),
+                    "interpreter" => Some(EnvScope::Interpreter),
+                    _ => {
+                        self.error(n.span, format!("invalid `target.env_scope` `{text}`: expected `environment` (only the target environment's interpreters) or `interpreter` (the `sitecustomize.py` it imports, shared by every environment of that interpreter)"));
+                        None
+                    }
+                }
+            })
+            .unwrap_or_default();
+        let keep_unlocked_packages = fields
+            .take("keep_unlocked_packages")
+            .and_then(|n| self.boolean(n, "target.keep_unlocked_packages"))
+            .unwrap_or(false);
         self.finish(fields);
         Some(Target {
             python: python?,
@@ -92,6 +112,8 @@ impl Checker {
             driver,
             gpu_arch,
             cuda_wheels,
+            env_scope,
+            keep_unlocked_packages,
         })
     }
 }
