@@ -271,7 +271,7 @@ def main():
     if Path(sys.prefix).resolve() != VENV.resolve():
         # PyYAML and packaging live in the venv: run again from there.
         os.execv(str(python), [str(python), __file__] + sys.argv[1:])
-    ours = options.binary or ours_binary()
+    ours = options.binary.resolve() if options.binary else ours_binary()
     options.uv_version = subprocess.run([str(uv), "--version"], capture_output=True, text=True).stdout.strip()
     environment = bench.uv_environment()
     stacks = sorted(path for path in HERE.iterdir() if (path / "plain.yaml").exists())
