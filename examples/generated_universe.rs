@@ -24,6 +24,7 @@ type Failure = Box<dyn std::error::Error>;
 
 fn release(name: &str, version: u32, requires: Vec<Requirement>) -> Result<Release, Failure> {
     Ok(Release {
+        provides_extra: Vec::new(),
         version: Version::from_str(&version.to_string())?,
         requires_dist: requires,
         requires_python: None,

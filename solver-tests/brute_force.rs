@@ -82,6 +82,7 @@ fn universe(model: &Model) -> Universe {
             };
             let version = VERSIONS[slot];
             list.push(Release {
+                provides_extra: Vec::new(),
                 version: Version::from_str(&version.to_string()).unwrap(),
                 requires_dist: dependencies
                     .iter()

@@ -110,7 +110,14 @@ fn seed_incidents() {
                         .collect();
                     assert!(found.is_empty(), "{name}: unexpected {found:?}");
                 }
-                insta::assert_snapshot!(format!("lock-{name}"), lock.text(), &scenario.description);
+                let text = lock.text();
+                for mention in &scenario.mentions {
+                    assert!(
+                        text.contains(mention.as_str()),
+                        "{name}: lock lacks `{mention}`:\n{text}"
+                    );
+                }
+                insta::assert_snapshot!(format!("lock-{name}"), text, &scenario.description);
             }
             (Err(ResolveError::Unresolvable { report, .. }), Expect::Unresolvable) => {
                 let text = report.to_string();

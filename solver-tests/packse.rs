@@ -113,6 +113,11 @@ fn universe(scenario: &Scenario) -> Universe {
                 });
             }
             releases.push(Release {
+                provides_extra: record
+                    .extras
+                    .keys()
+                    .map(|extra| pep508_rs::ExtraName::from_str(extra).unwrap())
+                    .collect(),
                 version: Version::from_str(version).unwrap(),
                 requires_dist,
                 requires_python: record
@@ -180,6 +185,7 @@ fn request(scenario: &Scenario) -> Request {
             },
             no_build: selection(&scenario.options.no_build),
             no_binary: selection(&scenario.options.no_binary),
+            ..ResolveOptions::default()
         },
     }
 }
@@ -241,8 +247,44 @@ const UNIVERSAL_REASONS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Single-environment scenarios where uv installs a release that lacks an extra the
+/// root asks for (with a warning), and `upgrade` refuses the same choice: the manifest's
+/// extra would be silently dropped. Each agrees when the report names exactly the
+/// release packse expects, i.e. the resolver chose uv's version and did not backtrack.
+const MISSING_EXTRA_IS_AN_ERROR: &[&str] = &["extra-does-not-exist-backtrack", "missing-extra"];
+
 /// `None` when the outcome agrees with packse, else the reason it does not.
 fn check(scenario: &Scenario, rules: &RuleSet) -> Option<String> {
+    if MISSING_EXTRA_IS_AN_ERROR.contains(&scenario.name.as_str()) {
+        let outcome = resolve::resolve(
+            &request(scenario),
+            &universe(scenario),
+            &environment(scenario),
+            rules,
+        );
+        return match outcome {
+            Err(ResolveError::Unresolvable { report, .. }) => {
+                let named = scenario.expected.packages.iter().all(|(name, version)| {
+                    let wanted = format!(
+                        "`{} {}` has no extra",
+                        PackageName::from_str(name).unwrap(),
+                        Version::from_str(version).unwrap()
+                    );
+                    report.facts.iter().any(|fact| fact.starts_with(&wanted))
+                });
+                (!named).then(|| {
+                    format!(
+                        "the missing extra names another release: {}",
+                        report.facts.join(" / ")
+                    )
+                })
+            }
+            Ok(_) => {
+                Some("a root extra the chosen release lacks was dropped, not refused".to_string())
+            }
+            Err(error) => Some(format!("resolver error: {error}")),
+        };
+    }
     let outcome = resolve::resolve(
         &request(scenario),
         &universe(scenario),

@@ -537,7 +537,7 @@ pub struct LiveArgs {
     /// With `--live`: cache, timeouts, retries and concurrency of the index client.
     #[command(flatten)]
     pub network: NetworkArgs,
-    /// With `--live`: the interpreter asked for pip's default index, e.g. `/usr/bin/python3`.
+    /// With `--live`: the interpreter asked for pip's default index, and whose pip prepares the metadata of a release that offers only an sdist with dynamic dependencies, e.g. `/usr/bin/python3`.
     #[arg(long = "pip-python", value_name = "PYTHON", default_value = "python3")]
     pub pip_python: PathBuf,
     /// With `--live`: fail after looking up this many projects.

@@ -28,6 +28,69 @@ pub enum CudaValueError {
         "`{value}` is not a GPU architecture (expected `sm_MAJORMINOR` with an optional `a` or `f`, e.g. `sm_90` or `sm_90a`)"
     )]
     GpuArch { value: String },
+    /// e.g. `same` given for `target.cuda_wheels`.
+    #[error(
+        "`{value}` is not a CUDA wheel policy (expected `any`, `one-major`, `toolkit` or a CUDA major such as `13`)"
+    )]
+    WheelPolicy { value: String },
+}
+
+/// Which CUDA majors the wheels of one environment may carry (`target.cuda_wheels`).
+///
+/// The wheels' runtimes come with the wheels and need only the driver; the system
+/// toolkit decides nothing about them unless this policy says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CudaWheelPolicy {
+    /// Any major the driver serves; several majors in one environment are a warning
+    /// (`any`, the default, as pip and uv install).
+    #[default]
+    Any,
+    /// Every CUDA wheel of one major, the resolver's choice (`one-major`).
+    OneMajor,
+    /// Every CUDA wheel of the system toolkit's major (`toolkit`): what compiles or JITs
+    /// against the toolkit at run time matches the wheels.
+    Toolkit,
+    /// Every CUDA wheel of this major, e.g. `13`.
+    Major(u32),
+}
+
+impl FromStr for CudaWheelPolicy {
+    type Err = CudaValueError;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "any" => Ok(Self::Any),
+            "one-major" => Ok(Self::OneMajor),
+            "toolkit" => Ok(Self::Toolkit),
+            major
+                if !major.is_empty()
+                    && major.len() <= 3
+                    && major.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                major
+                    .parse()
+                    .map(Self::Major)
+                    .map_err(|_| CudaValueError::WheelPolicy {
+                        value: value.to_string(),
+                    })
+            }
+            _ => Err(CudaValueError::WheelPolicy {
+                value: value.to_string(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for CudaWheelPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Any => f.write_str("any"),
+            Self::OneMajor => f.write_str("one-major"),
+            Self::Toolkit => f.write_str("toolkit"),
+            Self::Major(major) => write!(f, "{major}"),
+        }
+    }
 }
 
 fn parse_dotted(value: &str, min: usize, max: usize) -> Option<Vec<u32>> {
@@ -341,6 +404,21 @@ serde_via_string!(CudaVersion, DriverVersion, GpuArch);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wheel_policies_parse_and_print() {
+        for text in ["any", "one-major", "toolkit", "13"] {
+            let policy: CudaWheelPolicy = text.parse().unwrap();
+            assert_eq!(policy.to_string(), text);
+        }
+        assert_eq!(
+            "12".parse::<CudaWheelPolicy>(),
+            Ok(CudaWheelPolicy::Major(12))
+        );
+        for bad in ["", "same", "cu13", "13.0", "99999"] {
+            assert!(bad.parse::<CudaWheelPolicy>().is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn cuda_versions_order_with_missing_patch_as_zero() {

@@ -43,8 +43,50 @@ fn settings(cache: Option<&Path>) -> ClientSettings {
         concurrency: 8,
         cache_dir: cache.map(Path::to_path_buf),
         offline: false,
+        build_python: "python3".into(),
     }
 }
+
+/// A `.tar.gz` sdist of these files (ustar headers, gzip).
+fn sdist(files: &[(&str, &str)]) -> Vec<u8> {
+    use std::io::Write;
+    let mut tar = Vec::new();
+    for (name, text) in files {
+        let mut header = [0u8; 512];
+        header[..name.len()].copy_from_slice(name.as_bytes());
+        header[100..108].copy_from_slice(b"0000644\0");
+        header[124..136].copy_from_slice(format!("{:011o}\0", text.len()).as_bytes());
+        header[156] = b'0';
+        header[257..263].copy_from_slice(b"ustar\0");
+        header[148..156].copy_from_slice(b"        ");
+        let checksum: u32 = header.iter().map(|byte| u32::from(*byte)).sum();
+        header[148..156].copy_from_slice(format!("{checksum:06o}\0 ").as_bytes());
+        tar.extend_from_slice(&header);
+        tar.extend_from_slice(text.as_bytes());
+        tar.resize(tar.len().div_ceil(512) * 512, 0);
+    }
+    tar.extend_from_slice(&[0u8; 1024]);
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(&tar).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// A PEP 517 backend that prepares metadata and builds nothing.
+const BACKEND: &str = r#"import os
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    name = "built-1.0.dist-info"
+    os.makedirs(os.path.join(metadata_directory, name))
+    with open(os.path.join(metadata_directory, name, "METADATA"), "w") as handle:
+        handle.write("Metadata-Version: 2.1\nName: built\nVersion: 1.0\nRequires-Dist: alpha>=2\nProvides-Extra: fast\n")
+    return name
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise RuntimeError("this fixture builds no wheel")
+"#;
 
 /// The fixture index:
 /// - `alpha` (PEP 691 JSON): 1.0 with a PEP 658 file, 2.0 without (ranges), 2.1 yanked;
@@ -179,6 +221,37 @@ fn fixture() -> Fixture {
                 "<a href=\"/files/legacy-0.1.tar.gz\">legacy-0.1.tar.gz</a>\n<a href=\"/files/{0}\">{0}</a>\n<a href=\"/files/legacy-0.2.tar.gz\">legacy-0.2.tar.gz</a>",
                 legacy.filename
             ),
+        ),
+    );
+    // legacy 0.1 offers only an sdist whose PKG-INFO is static (PEP 643).
+    server.route(
+        "/files/legacy-0.1.tar.gz",
+        Route::file(sdist(&[(
+            "legacy-0.1/PKG-INFO",
+            "Metadata-Version: 2.2\nName: legacy\nVersion: 0.1\nRequires-Dist: alpha>=1\n",
+        )])),
+    );
+    // built 1.0: an sdist whose dependencies are dynamic; its in-tree backend prepares
+    // them (no build requirement, so pip's isolated environment needs no index).
+    server.route(
+        "/files/built-1.0.tar.gz",
+        Route::file(sdist(&[
+            (
+                "built-1.0/PKG-INFO",
+                "Metadata-Version: 2.2\nName: built\nVersion: 1.0\nDynamic: Requires-Dist\n",
+            ),
+            (
+                "built-1.0/pyproject.toml",
+                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n",
+            ),
+            ("built-1.0/backend.py", BACKEND),
+        ])),
+    );
+    server.route(
+        "/simple/built/",
+        Route::ok(
+            "text/html",
+            "<a href=\"/files/built-1.0.tar.gz\">built-1.0.tar.gz</a>\n",
         ),
     );
     let norange = wheel("norange", "1.0", &["alpha"], None, &[], PADDING);
@@ -675,7 +748,8 @@ async fn closure_follows_markers_extras_and_policy() {
     assert_eq!(versions(&exact.universe.indexes[1], "alpha"), ["2.1"]);
     assert_eq!(versions(&exact.universe.indexes[1], "beta"), ["1.0"]);
 
-    // Releases that offer only an sdist without a metadata file are left out, once noted.
+    // A release that offers only an sdist is read from its PKG-INFO when that is static,
+    // else from the metadata pip's isolated build prepares.
     let legacy = explore(
         &client,
         &sources,
@@ -685,15 +759,35 @@ async fn closure_follows_markers_extras_and_policy() {
     )
     .await
     .unwrap();
-    assert_eq!(versions(&legacy.universe.indexes[1], "legacy"), ["0.2"]);
-    assert!(
-        legacy
-            .notes
-            .iter()
-            .any(|note| note.starts_with("left out 1 release of `legacy`")),
-        "{:?}",
-        legacy.notes
+    assert_eq!(
+        versions(&legacy.universe.indexes[1], "legacy"),
+        ["0.1", "0.2"]
     );
+    let legacy_01 = &legacy.universe.indexes[1].packages[&PackageName::from_str("legacy").unwrap()]
+        .iter()
+        .find(|release| release.version.to_string() == "0.1")
+        .unwrap()
+        .requires_dist;
+    assert_eq!(legacy_01[0].to_string(), "alpha>=1");
+    let built = explore(
+        &client,
+        &sources,
+        &[root("built", None)],
+        &target(None),
+        &NoReporter,
+    )
+    .await
+    .unwrap();
+    let built_10 = built
+        .universe
+        .indexes
+        .iter()
+        .find_map(|index| index.packages.get(&PackageName::from_str("built").unwrap()))
+        .unwrap_or_else(|| panic!("built not recorded: {:?}", built.notes))
+        .first()
+        .unwrap();
+    assert_eq!(built_10.requires_dist[0].to_string(), "alpha>=2");
+    assert_eq!(built_10.provides_extra.len(), 1);
 
     // A root whose marker excludes the target is not recorded.
     let windows = explore(

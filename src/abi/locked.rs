@@ -122,6 +122,7 @@ mod tests {
             )
             .unwrap(),
             packages,
+            findings: Vec::new(),
         }
     }
 

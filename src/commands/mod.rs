@@ -229,8 +229,11 @@ fn live_options(
     if !args.live {
         return Ok(None);
     }
+    let mut client = index::client_settings(&args.network)?;
+    // The pip that tells the default index also prepares an sdist's metadata.
+    client.build_python = args.pip_python.clone();
     Ok(Some(crate::converge::LiveOptions {
-        client: index::client_settings(&args.network)?,
+        client,
         python: args.pip_python.clone(),
         max_projects: args.max_projects,
         max_releases: args.max_releases,

@@ -177,6 +177,7 @@ pub fn read_find_links(dir: &Path, index_name: &str) -> Result<FindLinks, FindLi
         };
         files.sort_by(|a, b| a.filename.cmp(&b.filename));
         contents.packages.entry(name).or_default().push(Release {
+            provides_extra: metadata.provides_extra,
             version,
             requires_dist: metadata.requires_dist,
             requires_python: metadata.requires_python,

@@ -232,6 +232,7 @@ mod tests {
 
     fn universe(sha256: Option<Sha256>) -> Universe {
         let release = Release {
+            provides_extra: Vec::new(),
             version: pep440_rs::Version::from_str("2.9.1+cu130").unwrap(),
             requires_dist: Vec::new(),
             requires_python: None,

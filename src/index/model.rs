@@ -45,12 +45,29 @@ pub struct Release {
     pub requires_dist: Vec<Requirement>,
     /// `Requires-Python`, e.g. `>=3.10`.
     pub requires_python: Option<VersionSpecifiers>,
+    /// `Provides-Extra`, e.g. `[srt, test]`; empty where it was not recorded (then an
+    /// extra is known from the `extra == "…"` markers of `requires_dist`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides_extra: Vec<pep508_rs::ExtraName>,
     /// The release's files; a release with no usable file cannot be installed.
     pub files: Vec<DistFile>,
     /// Where this record comes from when it was not read from an index, e.g.
     /// `transcribed: PyTorch cu130 index listing, 2026-12-02`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<String>,
+}
+
+impl Release {
+    /// Whether the release declares `extra`, from `Provides-Extra` or, where that was
+    /// not recorded, from a requirement whose marker names it, e.g. `jax 0.4.21` has no
+    /// `cuda12` extra.
+    pub fn provides(&self, extra: &pep508_rs::ExtraName) -> bool {
+        self.provides_extra.contains(extra)
+            || self.requires_dist.iter().any(|requirement| {
+                let marker = requirement.marker.clone();
+                marker.clone().simplify_extras(std::slice::from_ref(extra)) != marker
+            })
+    }
 }
 
 /// One distribution file, e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.

@@ -18,7 +18,7 @@ use super::error::{Diagnostic, ManifestError};
 use super::model::*;
 use super::redact::{has_credentials, redact_text, redact_url};
 use super::yaml::{self, Key, Node, NodeKind, Span};
-use crate::cuda::{CudaVersion, DriverVersion, GpuArch};
+use crate::cuda::{CudaVersion, CudaWheelPolicy, DriverVersion, GpuArch};
 use crate::shell;
 
 /// Where a manifest comes from: a file, or a file at a git revision (`REV:PATH`).
@@ -612,6 +612,7 @@ impl Checker {
             "glibc",
             "driver",
             "gpu_arch",
+            "cuda_wheels",
         ];
         let mut fields = self.fields(node, "target", KEYS)?;
         let python = self
@@ -664,6 +665,9 @@ impl Checker {
                     .collect()
             })
             .unwrap_or_default();
+        let cuda_wheels = fields
+            .take("cuda_wheels")
+            .and_then(|n| self.parsed::<CudaWheelPolicy>(n, "target.cuda_wheels"));
         self.finish(fields);
         Some(Target {
             python: python?,
@@ -672,6 +676,7 @@ impl Checker {
             glibc,
             driver,
             gpu_arch,
+            cuda_wheels,
         })
     }
 

@@ -17,7 +17,7 @@ use pep508_rs::{PackageName, Requirement};
 use serde::Serialize;
 
 use super::yaml::Span;
-use crate::cuda::{CudaVersion, DriverVersion, GpuArch};
+use crate::cuda::{CudaVersion, CudaWheelPolicy, DriverVersion, GpuArch};
 
 /// The only schema version this build reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -67,6 +67,8 @@ pub struct Target {
     pub driver: Option<DriverVersion>,
     /// GPU architectures the stack must run on, e.g. `[sm_90, sm_120]`.
     pub gpu_arch: Vec<GpuArch>,
+    /// Which CUDA majors the wheels may carry, e.g. `toolkit`; `None` is `any`.
+    pub cuda_wheels: Option<CudaWheelPolicy>,
 }
 
 /// How a toolkit is installed.

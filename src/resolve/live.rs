@@ -241,6 +241,7 @@ fn absorb(universe: &mut Universe, pending: &mut Pending, event: LiveEvent) {
                     .map(|(version, files)| {
                         pending.unread.insert((name.clone(), version.clone()));
                         Release {
+                            provides_extra: Vec::new(),
                             version,
                             requires_dist: Vec::new(),
                             requires_python: None,
@@ -367,6 +368,7 @@ mod tests {
             name: name(package),
             index: 0,
             release: Release {
+                provides_extra: Vec::new(),
                 version: version(listed),
                 requires_dist: requires
                     .iter()

@@ -42,6 +42,48 @@ pub struct Lock {
     pub assumed: FactsFile,
     /// Every package of the closure, by name.
     pub packages: Vec<LockedPackage>,
+    /// What a reviewer should know about the resolution: several CUDA majors, a wheel
+    /// whose runtime differs from the system toolkit's, a package assumed
+    /// CUDA-independent, an sdist the node will build, a top-level package kept below
+    /// its newest release and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<LockFinding>,
+}
+
+/// One finding of a resolution, e.g. a warning that CUDA 12 and CUDA 13 wheels share
+/// the environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LockFinding {
+    /// How much it matters.
+    pub kind: FindingKind,
+    /// The package it is about, e.g. `torch`; none for the whole environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// One sentence, e.g. ``several CUDA majors in one environment: …``.
+    pub message: String,
+}
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FindingKind {
+    /// The stack may not work as it is (several CUDA majors, a toolkit of another major
+    /// than a wheel's).
+    Warning,
+    /// It works, with a documented limit (a driver older than a wheel's CUDA update).
+    Hazard,
+    /// Worth knowing (an assumption, a build on the node, why not the newest release).
+    Note,
+}
+
+impl std::fmt::Display for FindingKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Warning => "warning",
+            Self::Hazard => "hazard",
+            Self::Note => "note",
+        })
+    }
 }
 
 /// One pinned package, e.g. `torch 2.9.1+cu130` from `pytorch-cu130`.
@@ -122,6 +164,9 @@ impl Lock {
             optional(assumed.toolkit.as_ref().map(ToString::to_string)),
             optional(assumed.cuda_runtime.as_ref().map(ToString::to_string)),
         ));
+        for finding in &self.findings {
+            out.push_str(&format!("# {}: {}\n", finding.kind, finding.message));
+        }
         for package in &self.packages {
             let extras = if package.extras.is_empty() {
                 String::new()

@@ -13,6 +13,7 @@
 mod compare;
 mod environment;
 mod error;
+mod findings;
 mod live;
 mod lock;
 mod names;
@@ -30,7 +31,7 @@ pub use compare::{Outcome, resolution_entries};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
 pub use error::ResolveError;
 pub use live::{LiveError, LiveResolution, resolve_live};
-pub use lock::{LOCK_SCHEMA, Lock, LockedPackage, LockedSource};
+pub use lock::{FindingKind, LOCK_SCHEMA, Lock, LockFinding, LockedPackage, LockedSource};
 pub use package::{ResolverPackage, VirtualPackage};
 pub use provider::{Cause, RuleCause, Unavailable, VersionRange};
 pub use relax::Relaxation;
@@ -227,6 +228,19 @@ fn lock_from(
             ResolverPackage::Root(_) | ResolverPackage::Virtual(_) => {}
         }
     }
+    let findings = findings::examine(
+        provider,
+        &findings::Chosen {
+            versions: &chosen,
+            extras: &extras,
+        },
+        request,
+        environment,
+    )
+    .map_err(|report| ResolveError::Unresolvable {
+        manifest: request.file.clone(),
+        report,
+    })?;
     let mut packages = Vec::new();
     for (key, (name, version)) in chosen {
         let mut package_extras = extras.remove(&key).unwrap_or_default();
@@ -270,5 +284,6 @@ fn lock_from(
         manifest: request.name.clone(),
         assumed: environment.to_facts(),
         packages,
+        findings,
     })
 }

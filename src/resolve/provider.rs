@@ -28,7 +28,7 @@ use super::ranges::{
 };
 use super::relax::Relaxation;
 use super::request::{ManifestPin, PrereleaseMode, Request, RootRequirement};
-use crate::cuda::CudaVersion;
+use crate::cuda::{CudaVersion, CudaWheelPolicy};
 use crate::index::filename::DistFilename;
 use crate::index::tags::{Glibc, Platform, TagRank};
 use crate::index::{DistFile, Release, Universe};
@@ -135,7 +135,7 @@ pub enum Unavailable {
         /// e.g. `https://github.com/sgl-project/sglang`.
         url: String,
     },
-    /// An `nvidia-*` project or `+cuXYZ` build no runtime rule classifies.
+    /// A `+cuXYZ` build of a CUDA major no runtime rule gives a driver floor for.
     NoRuntimeRule(RuntimeGap),
 }
 
@@ -163,10 +163,6 @@ impl fmt::Display for Unavailable {
             Self::NoMetadata { url } => write!(
                 f,
                 "no index records the metadata of this version to stand in for the checkout of `{url}`"
-            ),
-            Self::NoRuntimeRule(RuntimeGap::UnknownNvidiaWheel) => write!(
-                f,
-                "no rule in `{CUDA_RUNTIME_FILE}` says which CUDA major it carries (an `nvidia-*` project outside every `families:` row and `cuda_independent:`)"
             ),
             Self::NoRuntimeRule(RuntimeGap::UnknownMajor(major)) => write!(
                 f,
@@ -562,6 +558,31 @@ impl<'a> Provider<'a> {
             .map(|candidate| candidate.release)
     }
 
+    /// Every recorded version of `name` on the index it comes from, newest first.
+    pub fn release_versions(&self, name: &PackageName) -> Vec<Version> {
+        self.candidates(name)
+            .versions
+            .iter()
+            .map(|candidate| candidate.version.clone())
+            .collect()
+    }
+
+    /// Whether the pre-release policy lets `name version` be chosen: a final release
+    /// always, a pre-release or dev release only where the policy allows it.
+    pub fn prerelease_allowed(&self, name: &PackageName, version: &Version) -> bool {
+        !version.any_prerelease() || self.candidates(name).prereleases_allowed
+    }
+
+    /// The dependencies `name`'s `release` adds on this node (requirements, rules,
+    /// virtual packages), or why it cannot be used.
+    pub fn release_dependencies(
+        &self,
+        name: &PackageName,
+        release: &Release,
+    ) -> Result<Vec<Edge>, Unavailable> {
+        self.release_edges(name, None, release)
+    }
+
     /// The best file of a release for this node, or why there is none; the second
     /// value is the glibc its wheels would need when only a newer glibc is missing.
     pub fn choose_file(
@@ -800,11 +821,16 @@ impl<'a> Provider<'a> {
                 .toolkit
                 .as_ref()
                 .and_then(|toolkit| parse(toolkit.to_string())),
-            VirtualPackage::CudaRuntime => self
-                .environment
-                .cuda_runtime
-                .as_ref()
-                .and_then(|runtime| parse(runtime.to_string())),
+            VirtualPackage::CudaRuntime => match self.request.options.cuda_wheels {
+                CudaWheelPolicy::Toolkit => self
+                    .environment
+                    .cuda_runtime
+                    .as_ref()
+                    .and_then(|runtime| parse(runtime.to_string())),
+                CudaWheelPolicy::Major(major) => Some(Version::new([u64::from(major)])),
+                // Chosen by the resolver among the majors with a driver floor.
+                CudaWheelPolicy::OneMajor | CudaWheelPolicy::Any => None,
+            },
         }
     }
 
@@ -904,7 +930,9 @@ impl<'a> Provider<'a> {
                 cause: Cause::Toolkit,
             });
         }
-        if self.environment.cuda_runtime.is_some() {
+        // Only a policy that ties the wheels to the toolkit makes the toolkit's runtime a
+        // fact of the stack; otherwise the toolkit decides nothing about the wheels.
+        if self.request.options.cuda_wheels == CudaWheelPolicy::Toolkit {
             edges.push(Edge {
                 dependency: ResolverPackage::Virtual(VirtualPackage::CudaRuntime),
                 range: Ranges::full(),
@@ -1049,11 +1077,15 @@ impl<'a> Provider<'a> {
                     source: rule.source.clone(),
                 },
             };
-            edges.push(Edge {
-                dependency: ResolverPackage::Virtual(VirtualPackage::CudaRuntime),
-                range: specifiers_to_ranges(&rule.runtime),
-                cause: Cause::Rule(cause),
-            });
+            // The driver is the hard limit of every wheel's runtime; the stack's runtime
+            // binds the wheels only under a policy that asks for one major.
+            if self.request.options.cuda_wheels != CudaWheelPolicy::Any {
+                edges.push(Edge {
+                    dependency: ResolverPackage::Virtual(VirtualPackage::CudaRuntime),
+                    range: specifiers_to_ranges(&rule.runtime),
+                    cause: Cause::Rule(cause),
+                });
+            }
             edges.extend(self.minor_version_edge(rule.major));
         }
         for pin in self.rules.abi.pins_for(name, version) {
@@ -1149,6 +1181,16 @@ impl DependencyProvider for Provider<'_> {
     ) -> Result<Option<Version>, Miss> {
         Ok(match package {
             ResolverPackage::Root(_) => Some(Version::new([0])).filter(|v| range.contains(v)),
+            ResolverPackage::Virtual(VirtualPackage::CudaRuntime)
+                if self.request.options.cuda_wheels == CudaWheelPolicy::OneMajor =>
+            {
+                self.rules
+                    .runtimes
+                    .majors()
+                    .into_iter()
+                    .map(|major| Version::new([u64::from(major)]))
+                    .find(|version| range.contains(version))
+            }
             ResolverPackage::Virtual(virtual_package) => self
                 .virtual_version(virtual_package)
                 .filter(|version| range.contains(version)),

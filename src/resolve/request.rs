@@ -7,6 +7,7 @@ use std::str::FromStr;
 use pep440_rs::{Version, VersionSpecifiers};
 use pep508_rs::{MarkerTree, PackageName, Requirement, VersionOrUrl};
 
+use crate::cuda::CudaWheelPolicy;
 use crate::manifest::yaml::Span;
 use crate::manifest::{GitSource, Manifest, PackageOrigin};
 
@@ -102,6 +103,8 @@ pub struct ResolveOptions {
     pub no_build: PackageSelection,
     /// Packages that must come as sdists.
     pub no_binary: PackageSelection,
+    /// Which CUDA majors the wheels may carry (`target.cuda_wheels`).
+    pub cuda_wheels: CudaWheelPolicy,
 }
 
 /// Everything to resolve.
@@ -193,7 +196,10 @@ impl Request {
                 })
                 .collect(),
             requires_python: None,
-            options: ResolveOptions::default(),
+            options: ResolveOptions {
+                cuda_wheels: manifest.target.cuda_wheels.unwrap_or_default(),
+                ..ResolveOptions::default()
+            },
         }
     }
 }

@@ -108,11 +108,9 @@ pub struct RuntimeRule {
     pub jit_source: String,
 }
 
-/// A release that an `nvidia-*` or `+cuXYZ` rule should classify but none does.
+/// A release whose `+cuXYZ` label names a CUDA major no row gives a driver floor for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RuntimeGap {
-    /// e.g. `nvidia-foo 1.0`: no family names it and it is not CUDA-independent.
-    UnknownNvidiaWheel,
     /// e.g. `+cu140`: no `majors:` row for CUDA 14.
     UnknownMajor(u32),
 }
@@ -212,33 +210,44 @@ impl RuntimeRules {
             .as_ref()
             .map(|policy| policy.jit_source.clone())
             .unwrap_or_default();
-        let families: Vec<RuntimeRule> = self
-            .families
-            .iter()
-            .filter(|rule| {
-                glob_matches(&rule.packages, name.as_ref())
-                    && rule
-                        .versions
-                        .as_ref()
-                        .is_none_or(|versions| versions.contains(version))
-            })
-            .map(|rule| RuntimeRule {
+        // The first row that names the project decides: specific rows come before the
+        // generic name-suffix rows of the file.
+        let family = self.families.iter().find(|rule| {
+            glob_matches(&rule.packages, name.as_ref())
+                && rule
+                    .versions
+                    .as_ref()
+                    .is_none_or(|versions| versions.contains(version))
+        });
+        if let Some(rule) = family {
+            found.push(RuntimeRule {
                 kind: RuntimeKind::Family(rule.packages.clone()),
                 major: rule.major,
                 runtime: major_specifier(rule.major),
                 source: rule.source.clone(),
                 jit_source: jit_source.clone(),
-            })
-            .collect();
-        if families.is_empty()
-            && self.labels.is_some()
+            });
+        }
+        Ok(found)
+    }
+
+    /// Whether `name version` is an `nvidia-*` project that no row classifies, e.g.
+    /// `nvidia-cutlass-dsl-libs-base 4.3.0`: it is assumed to carry no CUDA runtime, and
+    /// the lock says so (unknown is not forbidden).
+    pub fn assumed_independent(&self, name: &PackageName, version: &Version) -> bool {
+        self.labels.is_some()
             && name.as_ref().starts_with("nvidia-")
             && !self.independent.iter().any(|entry| entry.package == *name)
-        {
-            return Err(RuntimeGap::UnknownNvidiaWheel);
-        }
-        found.extend(families);
-        Ok(found)
+            && self
+                .rules_for(name, version)
+                .is_ok_and(|rules| rules.is_empty())
+    }
+
+    /// The CUDA majors that have a row, newest first, e.g. `[13, 12]`.
+    pub fn majors(&self) -> Vec<u32> {
+        let mut majors: Vec<u32> = self.majors.iter().map(|row| row.major).collect();
+        majors.sort_unstable_by(|a, b| b.cmp(a));
+        majors
     }
 }
 
@@ -354,14 +363,17 @@ mod tests {
         ] {
             assert_eq!(rules_for(name, version).unwrap(), ["==13.*"], "{name}");
         }
+        let rules = RuntimeRules::embedded().unwrap();
+        let name = |text: &str| PackageName::from_str(text).unwrap();
+        let version = |text: &str| Version::from_str(text).unwrap();
+        // Unknown is not forbidden: no rule, and the lock notes it as assumed.
         assert_eq!(
-            rules_for("nvidia-cufft", "11.3.3.83"),
-            Err(RuntimeGap::UnknownNvidiaWheel)
+            rules_for("nvidia-cufft", "11.3.3.83").unwrap(),
+            Vec::<String>::new()
         );
-        assert_eq!(
-            rules_for("nvidia-something-new", "1.0"),
-            Err(RuntimeGap::UnknownNvidiaWheel)
-        );
+        assert!(rules.assumed_independent(&name("nvidia-something-new"), &version("1.0")));
+        assert!(!rules.assumed_independent(&name("nvidia-ml-py"), &version("13.615.71")));
+        assert!(!rules.assumed_independent(&name("nvidia-cublas"), &version("13.0.0.19")));
         assert_eq!(
             rules_for("torch", "3.0+cu140"),
             Err(RuntimeGap::UnknownMajor(14))
@@ -373,6 +385,8 @@ mod tests {
         let rules = RuntimeRules::embedded().unwrap();
         assert_eq!(rules.major(13).unwrap().driver.to_string(), "580.65.06");
         assert_eq!(rules.major(12).unwrap().driver.to_string(), "525.60.13");
-        assert!(rules.major(11).is_none());
+        assert_eq!(rules.major(11).unwrap().driver.to_string(), "450.80.02");
+        assert!(rules.major(10).is_none());
+        assert_eq!(rules.majors(), [13, 12, 11]);
     }
 }

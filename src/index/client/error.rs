@@ -87,6 +87,16 @@ pub enum ClientError {
         /// e.g. `default`.
         index: String,
     },
+    /// An sdist's metadata could be neither read statically nor built.
+    #[error("Failed to read the metadata of the sdist `{filename}` from index `{index}`: {reason}")]
+    SdistBuild {
+        /// e.g. `deepspeed-0.19.8.tar.gz`.
+        filename: String,
+        /// e.g. `default`.
+        index: String,
+        /// e.g. `its metadata build failed (exit status: 1): …`.
+        reason: String,
+    },
     /// A wheel's zip structure could not be read with range requests.
     #[error("Failed to read the zip directory of `{url}` from index `{index}`: {reason}")]
     Zip {

@@ -18,7 +18,7 @@ use pep440_rs::{Operator, Version, VersionSpecifiers};
 use pep508_rs::{ExtraName, MarkerEnvironment, PackageName, Requirement, VersionOrUrl};
 use tokio::task::JoinSet;
 
-use super::{ClientError, IndexClient, IndexLocation, MetadataOffer, ProjectFile};
+use super::{ClientError, IndexClient, IndexLocation, ProjectFile};
 use crate::index::filename::{DistFilename, WheelTag};
 use crate::index::model::{IndexContents, Release, Universe};
 
@@ -424,6 +424,7 @@ impl Explorer<'_> {
                 Err(
                     error @ (ClientError::Metadata { .. }
                     | ClientError::SdistMetadata { .. }
+                    | ClientError::SdistBuild { .. }
                     | ClientError::Zip { .. }),
                 ) => {
                     state.failed.insert(version.clone());
@@ -646,15 +647,9 @@ pub(crate) fn usable_by_version(
                 .push(file);
         }
     }
-    let before = versions.len();
-    versions.retain(|_, files| {
-        files.iter().any(|file| {
-            matches!(file.dist, DistFilename::Wheel(_))
-                || matches!(file.metadata, MetadataOffer::Offered(_))
-        })
-    });
-    let unreadable = before - versions.len();
-    (versions, unreadable)
+    // A release with only sdists stays: its metadata is read from the sdist or built
+    // (`sdist`), as pip and uv do; none is left out unread.
+    (versions, 0)
 }
 
 /// The coarse file filter: whether `file` can install on the target at all.

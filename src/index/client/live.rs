@@ -482,6 +482,7 @@ impl Shared {
                 Err(
                     error @ (ClientError::Metadata { .. }
                     | ClientError::SdistMetadata { .. }
+                    | ClientError::SdistBuild { .. }
                     | ClientError::Zip { .. }),
                 ) => {
                     state.notes.push(format!(

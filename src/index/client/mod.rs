@@ -15,6 +15,7 @@ pub mod explore;
 mod http;
 pub mod live;
 mod range;
+mod sdist;
 pub mod simple;
 
 use std::cell::Cell;
@@ -65,6 +66,9 @@ pub struct ClientSettings {
     pub cache_dir: Option<PathBuf>,
     /// Use only the cache; fail on anything not in it.
     pub offline: bool,
+    /// The interpreter whose pip prepares an sdist's metadata when it is not static,
+    /// e.g. `python3`.
+    pub build_python: PathBuf,
 }
 
 impl Default for ClientSettings {
@@ -78,6 +82,7 @@ impl Default for ClientSettings {
             concurrency: 8,
             cache_dir: None,
             offline: false,
+            build_python: PathBuf::from("python3"),
         }
     }
 }
@@ -157,12 +162,15 @@ fn redact_str(url: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct IndexClient {
     http: Arc<Http>,
+    /// See [`ClientSettings::build_python`].
+    build_python: PathBuf,
 }
 
 impl IndexClient {
     /// A client with these policies.
     pub fn new(settings: ClientSettings) -> Result<Self, ClientError> {
         Ok(Self {
+            build_python: settings.build_python.clone(),
             http: Arc::new(Http::new(settings)?),
         })
     }
@@ -238,10 +246,7 @@ impl IndexClient {
                 self.wheel_metadata(index, file).await?
             }
             (MetadataOffer::Absent, DistFilename::Sdist(_)) => {
-                return Err(ClientError::SdistMetadata {
-                    filename: file.filename.clone(),
-                    index: index.name.clone(),
-                });
+                sdist::sdist_metadata(&self.http, index, file, &self.build_python).await?
             }
         };
         let metadata = CoreMetadata::parse(&bytes, &file.filename).map_err(metadata_error)?;
@@ -312,6 +317,7 @@ impl IndexClient {
             })
             .collect();
         Ok(Release {
+            provides_extra: metadata.provides_extra,
             version: version.clone(),
             requires_dist: metadata.requires_dist,
             requires_python,
@@ -407,6 +413,8 @@ fn metadata_source(
         .or_else(|| files.iter().find(offered))
         .or_else(|| files.iter().filter(is_wheel).find(|file| preferred(file)))
         .or_else(|| files.iter().find(is_wheel))
+        // Only sdists: their `PKG-INFO`, or the metadata their backend prepares.
+        .or_else(|| files.first())
 }
 
 /// A listed file as the universe records it: no URL.
