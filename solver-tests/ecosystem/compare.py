@@ -39,7 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-import resolve as bench  # noqa: E402  (pip_setting, uv_index_arguments, uv_environment)
+import resolve as bench  # noqa: E402  (uv_index_arguments, uv_interpreter_arguments, uv_environment)
 
 WORK = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "ecosystem"
 VENV = WORK / "venv"
@@ -103,9 +103,8 @@ def uv_compile(uv, requirements, cache, output, environment, timeout):
     """Seconds, the pins {name: version} or None, and the error text."""
     source = output.with_suffix(".in")
     source.write_text("".join(f"{line}\n" for line in requirements))
-    # The venv's interpreter builds sdists: without `--python` uv looks for a 3.12 to download first.
-    command = [str(uv), "pip", "compile", str(source), *PLATFORM, "--python", sys.executable,
-               "--no-python-downloads", "--cache-dir", str(cache), "--native-tls",
+    command = [str(uv), "pip", "compile", str(source), *PLATFORM, *bench.uv_interpreter_arguments(),
+               "--cache-dir", str(cache), "--native-tls",
                "--quiet", "--no-header", "--no-annotate", "-o", str(output)] + bench.uv_index_arguments()
     seconds, code, stderr = run_timed(command, environment, timeout)
     if code != 0:
