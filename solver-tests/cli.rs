@@ -61,6 +61,14 @@ fn unresolvable_manifest_exits_3_with_the_cause() {
         "{stderr}"
     );
     assert!(stderr.contains("\nhint: "), "{stderr}");
+    // A report this short reads the same with `--verbose`.
+    let (code, _, verbose) = upgrade(&[
+        "lock",
+        "-v",
+        "solver-tests/scenarios/torch-2.10-with-sgl-kernel-0.3.21/manifest.yaml",
+    ]);
+    assert_eq!(code, 3, "{verbose}");
+    assert_eq!(verbose, stderr);
 }
 
 /// `--find-links DIR` adds an open index of local files: a package the snapshot misses

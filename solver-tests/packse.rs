@@ -270,12 +270,20 @@ fn check(scenario: &Scenario, rules: &RuleSet) -> Option<String> {
                         PackageName::from_str(name).unwrap(),
                         Version::from_str(version).unwrap()
                     );
-                    report.facts.iter().any(|fact| fact.starts_with(&wanted))
+                    report
+                        .facts
+                        .iter()
+                        .any(|fact| fact.full.starts_with(&wanted))
                 });
                 (!named).then(|| {
                     format!(
                         "the missing extra names another release: {}",
-                        report.facts.join(" / ")
+                        report
+                            .facts
+                            .iter()
+                            .map(|fact| fact.full.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" / ")
                     )
                 })
             }
@@ -338,7 +346,12 @@ fn check(scenario: &Scenario, rules: &RuleSet) -> Option<String> {
         )),
         (Err(ResolveError::Unresolvable { report, .. }), true) => Some(format!(
             "expected satisfiable, got: {}",
-            report.facts.join(" / ")
+            report
+                .facts
+                .iter()
+                .map(|fact| fact.full.as_str())
+                .collect::<Vec<_>>()
+                .join(" / ")
         )),
         (Err(ResolveError::Unresolvable { .. }), false) => None,
         (Err(error), _) => Some(format!("resolver error: {error}")),

@@ -174,6 +174,10 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,
+    /// When the manifest cannot be resolved, print every fact of every conflict and every
+    /// interval of every range (the default report is short).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 /// Output of `plan`.
@@ -357,6 +361,10 @@ pub struct LockArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = LockFormat::Text)]
     pub format: LockFormat,
+    /// When the manifest cannot be resolved, print every fact of every conflict and every
+    /// interval of every range (the default report is short).
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
 }
 
 /// Output of `lock`.

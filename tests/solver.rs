@@ -18,5 +18,9 @@ mod brute_force;
 mod cli;
 
 #[cfg(test)]
+#[path = "../solver-tests/reports.rs"]
+mod reports;
+
+#[cfg(test)]
 #[expect(dead_code, reason = "the scenarios use only the wheel builder")]
 mod support;

@@ -7,7 +7,7 @@
 //! With `--live` the universe is what resolving against the manifest's indexes visits
 //! (`converge::live_lock`), and a line on stderr says what was fetched.
 //! Prints or writes the lock; exits 3 with the conflict report when the
-//! manifest cannot be resolved.
+//! manifest cannot be resolved (short; `--verbose` prints all of it).
 
 use std::path::Path;
 
@@ -51,7 +51,11 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
                 text.push('\n');
                 printer.out(&text).map_err(CommandError::Output)?;
             }
-            return Err(CommandError::Unresolvable { manifest, report });
+            return Err(CommandError::Unresolvable {
+                manifest,
+                report,
+                verbose: args.verbose,
+            });
         }
         Err(other) => return Err(other.into()),
     };

@@ -128,21 +128,25 @@ pub enum CommandError {
     #[error(transparent)]
     Refused(ConvergeError),
     /// No set of releases satisfies the manifest on the node; the report says why.
-    #[error("Failed to resolve `{manifest}` for this node, {report}")]
+    #[error("Failed to resolve `{manifest}` for this node, {}", if *verbose { format!("{report:#}") } else { report.to_string() })]
     Unresolvable {
         /// e.g. `manifests/sglang-0.5.9-cu130.yaml`.
         manifest: String,
         /// The explanation, facts then hints.
         report: Box<ConflictReport>,
+        /// Print the whole report (`--verbose`), not the short one.
+        verbose: bool,
     },
 }
 
 impl From<ResolveError> for CommandError {
     fn from(error: ResolveError) -> Self {
         match error {
-            ResolveError::Unresolvable { manifest, report } => {
-                Self::Unresolvable { manifest, report }
-            }
+            ResolveError::Unresolvable { manifest, report } => Self::Unresolvable {
+                manifest,
+                report,
+                verbose: false,
+            },
             other => Self::Resolve(other),
         }
     }
@@ -171,6 +175,20 @@ impl From<ConvergeError> for CommandError {
 }
 
 impl CommandError {
+    /// This error with the whole conflict report when `verbose` (`--verbose`).
+    pub fn verbose(self, verbose: bool) -> Self {
+        match self {
+            Self::Unresolvable {
+                manifest, report, ..
+            } => Self::Unresolvable {
+                manifest,
+                report,
+                verbose,
+            },
+            other => other,
+        }
+    }
+
     /// The exit status for this error's class.
     pub fn exit_status(&self) -> ExitStatus {
         match self {

@@ -276,6 +276,16 @@ fn diff_manifest(b: &mut Builder<'_>, old: &Manifest, new: &Manifest) {
         old.upgrade.as_ref().map(ToString::to_string),
         new.upgrade.as_ref().map(ToString::to_string),
     );
+    let prereleases = |policy: Prereleases| match policy {
+        Prereleases::IfNecessaryOrExplicit => "if-necessary-or-explicit".to_string(),
+        Prereleases::Allow => "allow".to_string(),
+    };
+    b.compare(
+        Section::Manifest,
+        "prereleases",
+        Some(prereleases(old.prereleases)),
+        Some(prereleases(new.prereleases)),
+    );
 }
 
 fn diff_target(b: &mut Builder<'_>, old: &Target, new: &Target) {
@@ -309,6 +319,12 @@ fn diff_target(b: &mut Builder<'_>, old: &Target, new: &Target) {
         "target.driver",
         old.driver.as_ref().map(ToString::to_string),
         new.driver.as_ref().map(ToString::to_string),
+    );
+    b.compare(
+        Section::Target,
+        "target.cuda_wheels",
+        old.cuda_wheels.map(|policy| policy.to_string()),
+        new.cuda_wheels.map(|policy| policy.to_string()),
     );
     let archs = |t: &Target| {
         t.gpu_arch

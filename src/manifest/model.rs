@@ -32,6 +32,8 @@ pub struct Manifest {
     /// Which `upgrade` versions may apply this manifest, e.g. `>=0.2`.
     #[serde(serialize_with = "serialize_display_opt")]
     pub upgrade: Option<semver::VersionReq>,
+    /// When pre-releases and dev releases may be chosen, e.g. `allow`.
+    pub prereleases: Prereleases,
     /// The environment being converged.
     pub target: Target,
     /// The CUDA toolkit to install, if any.
@@ -50,6 +52,32 @@ pub struct Manifest {
     pub env: Vec<EnvVar>,
     /// The verification launch.
     pub verify: Option<Verify>,
+}
+
+/// When the resolver may choose a pre-release or dev release (`prereleases:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prereleases {
+    /// Only for a package whose every release is one, or that a requirement of the
+    /// manifest names one for (`if-necessary-or-explicit`, pip's and uv's default).
+    #[default]
+    IfNecessaryOrExplicit,
+    /// For every package (`allow`).
+    Allow,
+}
+
+impl FromStr for Prereleases {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "if-necessary-or-explicit" => Ok(Self::IfNecessaryOrExplicit),
+            "allow" => Ok(Self::Allow),
+            _ => Err(format!(
+                "`{value}` is not a pre-release policy (expected `if-necessary-or-explicit` or `allow`)"
+            )),
+        }
+    }
 }
 
 /// The environment on the node that the manifest converges.

@@ -116,11 +116,24 @@ pub const MAX_NODES: usize = 200_000;
 /// Parse one YAML document. Returns the root (`None` for an empty document) and the
 /// problems found; a scanner error stops parsing, duplicate keys and aliases do not.
 /// A second document is a problem (it would otherwise be ignored), and so is nesting
-/// deeper than [`MAX_DEPTH`]. A leading UTF-8 byte order mark is skipped.
+/// deeper than [`MAX_DEPTH`]. A leading UTF-8 byte order mark is skipped. A raw NUL
+/// byte is refused at its position: the parser reads it as the end of the input, so a
+/// value holding one (`a<NUL>b`) would silently become `a` and the rest of the file
+/// would be dropped.
 ///
 /// Cost: linear in the size of `source` (duplicate keys are found through a hash map).
 pub fn parse(source: &str) -> (Option<Node>, Vec<SyntaxProblem>) {
     let source = source.strip_prefix('\u{feff}').unwrap_or(source);
+    if let Some(span) = nul_position(source) {
+        return (
+            None,
+            vec![SyntaxProblem {
+                span,
+                message: "invalid YAML: a raw NUL byte (U+0000) is not allowed in YAML text"
+                    .to_string(),
+            }],
+        );
+    }
     let mut builder = TreeBuilder {
         source: source.as_bytes(),
         ..TreeBuilder::default()
@@ -148,6 +161,17 @@ pub fn parse(source: &str) -> (Option<Node>, Vec<SyntaxProblem>) {
         return (None, builder.problems);
     }
     (builder.root, builder.problems)
+}
+
+/// Where the first raw NUL byte is, e.g. `7:11`, counting columns in characters as the
+/// parser does.
+fn nul_position(source: &str) -> Option<Span> {
+    let at = source.find('\0')?;
+    let before = &source[..at];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+    let column = before[line_start..].chars().count() + 1;
+    Some(Span { line, column })
 }
 
 /// A mapping being built: its span, its entries, the key waiting for its value, the
@@ -406,6 +430,27 @@ mod tests {
         assert!(root.is_none());
         assert_eq!(problems.len(), 1);
         assert!(problems[0].message.contains("at most 200000 values"));
+    }
+
+    /// See: issue 16 — the parser reads NUL as the end of input, so `a<NUL>b` was `a`.
+    #[test]
+    fn raw_nul_bytes_are_refused_where_they_are() {
+        let (root, problems) = parse("a: 1\nb: \"x\u{e9}\0y\"\nc: 3\n");
+        assert!(root.is_none());
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].span, Span { line: 2, column: 7 });
+        assert!(
+            problems[0].message.contains("NUL"),
+            "{}",
+            problems[0].message
+        );
+        // A plain scalar used to read as `a`, and the rest of the file as absent.
+        let (root, problems) = parse("a: a\0b\nc: 3\n");
+        assert!(root.is_none());
+        assert_eq!(problems[0].span, Span { line: 1, column: 5 });
+        let (root, problems) = parse("b: \"a\\0b\"\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(root.is_some());
     }
 
     #[test]

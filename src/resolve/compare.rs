@@ -36,7 +36,7 @@ pub fn resolution_entries(
                 ResolveError::Unresolvable { report, .. } => report
                     .facts
                     .iter()
-                    .cloned()
+                    .map(|fact| fact.short.clone())
                     .chain(report.hints.iter().map(|hint| format!("hint: {hint}")))
                     .collect(),
                 other => vec![other.to_string()],

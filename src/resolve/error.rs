@@ -1,6 +1,6 @@
 //! Errors of resolving a manifest.
 
-use super::report::ConflictReport;
+use super::conflict::ConflictReport;
 
 /// Failed to resolve a manifest.
 #[derive(Debug, thiserror::Error)]

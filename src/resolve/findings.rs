@@ -15,11 +15,12 @@ use std::str::FromStr;
 use pep440_rs::Version;
 use pep508_rs::{ExtraName, PackageName};
 
+use super::cause::Cause;
+use super::conflict::{ConflictReport, Fact};
 use super::environment::TargetEnvironment;
 use super::lock::{FindingKind, LockFinding};
 use super::package::{ResolverPackage, VirtualPackage};
-use super::provider::{Cause, Provider};
-use super::report::ConflictReport;
+use super::provider::Provider;
 use super::request::Request;
 use crate::cuda::{CudaVersion, CudaWheelPolicy};
 use crate::rules::CUDA_RUNTIME_FILE;
@@ -98,10 +99,10 @@ fn missing_extras(
             });
             match asked {
                 Some(requirement) => {
-                    facts.push(format!(
+                    facts.push(Fact::plain(format!(
                         "`{name} {version}` has no extra `{extra}`, and the manifest asks for `{name}[{extra}]` ({})",
                         requirement.origin
-                    ));
+                    )));
                     let having: Vec<String> = provider
                         .release_versions(name)
                         .into_iter()

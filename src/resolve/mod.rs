@@ -10,9 +10,12 @@
 //! resolution (`live`) fills the universe lazily: a resolution that asks for what is
 //! not there yet stops with a miss, the index client fetches it, and it runs again.
 
+mod cause;
 mod compare;
+mod conflict;
 mod environment;
 mod error;
+mod evidence;
 mod findings;
 mod live;
 mod lock;
@@ -27,15 +30,16 @@ mod request;
 
 use std::collections::BTreeMap;
 
+pub use cause::{Cause, RuleCause, Unavailable, VersionRange};
 pub use compare::{Outcome, resolution_entries};
+pub use conflict::{Conflict, ConflictReport, Fact};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
 pub use error::ResolveError;
 pub use live::{LiveError, LiveResolution, resolve_live};
 pub use lock::{FindingKind, LOCK_SCHEMA, Lock, LockFinding, LockedPackage, LockedSource};
 pub use package::{ResolverPackage, VirtualPackage};
-pub use provider::{Cause, RuleCause, Unavailable, VersionRange};
+pub use ranges::show_range;
 pub use relax::Relaxation;
-pub use report::{Conflict, ConflictReport, show_range};
 pub use request::{
     IndexPolicy, ManifestPin, Origin, PackageSelection, PrereleaseMode, Request, ResolveOptions,
     RootRequirement,
@@ -138,8 +142,11 @@ fn resolve_within(
             }
             Ok(_) => break,
             Err(PubGrubError::NoSolution(tree)) => {
-                let report = report::conflict_report(&provider, &tree, &request.name);
-                let causes = relax::candidates(&provider, &tree);
+                let evidence = evidence::Evidence::gather(&provider, &tree);
+                let report = report::conflict_report(&evidence, &tree, &request.name);
+                let causes = relax::candidates(&tree, &|package, dependency| {
+                    evidence.edges_between(package, dependency)
+                });
                 let rank = causes.first().map_or(0, Relaxation::rank);
                 found.push((rank, report));
                 // A rule covers every edge of its kind (one runtime mismatch pulls in many
@@ -185,10 +192,10 @@ fn merge_conflicts(mut found: Vec<(u8, ConflictReport)>) -> ConflictReport {
             more: Vec::new(),
         };
     };
-    let mut told: std::collections::HashSet<String> = first.facts.iter().cloned().collect();
+    let mut told: std::collections::HashSet<Fact> = first.facts.iter().cloned().collect();
     let mut hinted: std::collections::HashSet<String> = first.hints.iter().cloned().collect();
     for report in reports {
-        let facts: Vec<String> = report
+        let facts: Vec<Fact> = report
             .facts
             .into_iter()
             .filter(|fact| told.insert(fact.clone()))

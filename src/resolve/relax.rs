@@ -9,8 +9,10 @@ use std::collections::BTreeSet;
 use pep508_rs::PackageName;
 use pubgrub::{DerivationTree, External};
 
+use pep440_rs::Version;
+
+use super::cause::{Cause, Edge, RuleCause, Tree};
 use super::package::ResolverPackage;
-use super::provider::{Cause, Edge, Provider, RuleCause, Unavailable, VersionRange};
 
 /// A cause that resolving again ignores, to find the conflict behind it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,25 +95,28 @@ impl Relaxation {
     }
 }
 
-type Tree = DerivationTree<ResolverPackage, VersionRange, Unavailable>;
+/// The recorded edges from a package (at any version) to a dependency, e.g. what the
+/// evidence gathered after a failed resolution holds.
+pub type EdgesBetween<'f> = dyn Fn(&ResolverPackage, &ResolverPackage) -> Vec<(Version, Edge)> + 'f;
 
-/// The causes of a failed resolution that could be set aside, most actionable first.
-pub fn candidates(provider: &Provider<'_>, tree: &Tree) -> Vec<Relaxation> {
+/// The causes of a failed resolution that could be set aside, most actionable first;
+/// `edges` gives the recorded edges behind each dependency of the tree.
+pub fn candidates(tree: &Tree, edges: &EdgesBetween<'_>) -> Vec<Relaxation> {
     let mut found = BTreeSet::new();
-    collect(provider, tree, &mut found);
+    collect(edges, tree, &mut found);
     let mut found: Vec<Relaxation> = found.into_iter().collect();
     found.sort_by_key(Relaxation::rank);
     found
 }
 
-fn collect(provider: &Provider<'_>, tree: &Tree, found: &mut BTreeSet<Relaxation>) {
+fn collect(edges: &EdgesBetween<'_>, tree: &Tree, found: &mut BTreeSet<Relaxation>) {
     match tree {
         DerivationTree::Derived(derived) => {
-            collect(provider, &derived.cause1, found);
-            collect(provider, &derived.cause2, found);
+            collect(edges, &derived.cause1, found);
+            collect(edges, &derived.cause2, found);
         }
         DerivationTree::External(External::FromDependencyOf(package, range, dependency, _)) => {
-            for (version, edge) in provider.edges_between(package, dependency) {
+            for (version, edge) in edges(package, dependency) {
                 if range.contains(&version)
                     && let Some(relaxation) = Relaxation::of_edge(package, &edge)
                 {

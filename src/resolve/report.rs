@@ -3,81 +3,26 @@
 //! A formatter over pubgrub's derivation tree: each leaf incompatibility becomes one
 //! sentence naming the manifest line, the package metadata or the rule (with its
 //! `source:`) behind it, and the kinds of causes present select `hint:` lines with a
-//! fix. This module renders plain data ([`ConflictReport`]); printing is the caller's.
+//! fix. It reads only the [`Evidence`] the resolver gathered (never the provider), and
+//! writes each range against the versions that exist. This module renders plain data
+//! ([`ConflictReport`]); printing is the caller's.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use pep440_rs::Version;
 use pubgrub::{DerivationTree, External, Ranges};
 
+use super::cause::{Cause, Edge, RuleCause, Tree, Unavailable, VersionRange};
+use super::conflict::{ConflictReport, Fact};
+use super::evidence::Evidence;
 use super::package::{ResolverPackage, VirtualPackage};
-use super::provider::{Cause, Edge, Provider, RuleCause, Unavailable, VersionRange};
+use super::ranges::{SHORT_INTERVALS, every_release_from, show_existing, show_range_limited};
 use crate::rules::{ABI_PINS_FILE, CUDA_ARCH_FILE, CUDA_DRIVER_FILE, CUDA_RUNTIME_FILE};
 
-/// Why a manifest cannot be resolved: facts in derivation order, then hints; then every
-/// further independent conflict, most actionable first.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ConflictReport {
-    /// The manifest's name, e.g. `sglang-0.5.9-cuda13`.
-    pub manifest: String,
-    /// One sentence per fact, e.g. ``the manifest asks for `torch==2.10.0+cu130` (x.yaml:30:3)``.
-    pub facts: Vec<String>,
-    /// Fixes to try, e.g. ``pin `torch==2.9.1+cu130` …``.
-    pub hints: Vec<String>,
-    /// The conflicts found by resolving again with the ones before set aside.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub more: Vec<Conflict>,
-}
-
-/// One further conflict: its facts and hints.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Conflict {
-    /// As [`ConflictReport::facts`].
-    pub facts: Vec<String>,
-    /// As [`ConflictReport::hints`].
-    pub hints: Vec<String>,
-}
-
-impl fmt::Display for ConflictReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let total = self.more.len() + 1;
-        if total > 1 {
-            writeln!(
-                f,
-                "{total} independent conflicts, the one to change first first; conflict 1:"
-            )?;
-        }
-        write_conflict(f, &self.facts, &self.hints)?;
-        for (position, conflict) in self.more.iter().enumerate() {
-            writeln!(
-                f,
-                "conflict {} (still there once the ones above are fixed):",
-                position + 2
-            )?;
-            write_conflict(f, &conflict.facts, &conflict.hints)?;
-        }
-        Ok(())
-    }
-}
-
-fn write_conflict(f: &mut fmt::Formatter<'_>, facts: &[String], hints: &[String]) -> fmt::Result {
-    writeln!(f, "because:")?;
-    for fact in facts {
-        writeln!(f, "  - {fact}")?;
-    }
-    for hint in hints {
-        writeln!(f, "hint: {hint}")?;
-    }
-    Ok(())
-}
-
-type Tree = DerivationTree<ResolverPackage, VersionRange, Unavailable>;
-
 /// Build the report for a failed resolution.
-pub fn conflict_report(provider: &Provider<'_>, tree: &Tree, manifest: &str) -> ConflictReport {
+pub fn conflict_report(evidence: &Evidence<'_>, tree: &Tree, manifest: &str) -> ConflictReport {
     let mut builder = Builder {
-        provider,
+        evidence,
         facts: Vec::new(),
         hints: BTreeSet::new(),
         ordered_hints: Vec::new(),
@@ -100,9 +45,9 @@ pub fn conflict_report(provider: &Provider<'_>, tree: &Tree, manifest: &str) -> 
     }
 }
 
-struct Builder<'p, 'a> {
-    provider: &'p Provider<'a>,
-    facts: Vec<String>,
+struct Builder<'e, 'p> {
+    evidence: &'e Evidence<'p>,
+    facts: Vec<Fact>,
     hints: BTreeSet<String>,
     ordered_hints: Vec<String>,
     /// Packages a manifest line asks for.
@@ -112,6 +57,52 @@ struct Builder<'p, 'a> {
 }
 
 impl Builder<'_, '_> {
+    /// A range of `package` in its short and full wordings, written against the
+    /// versions of it that exist.
+    fn range(&self, package: &ResolverPackage, range: &VersionRange) -> (String, String) {
+        let existing = self.evidence.versions_of(package);
+        (
+            show_existing(range, existing, Some(SHORT_INTERVALS)),
+            show_existing(range, existing, None),
+        )
+    }
+
+    /// A fact that names `range` of `package`: `sentence` is given each wording.
+    fn fact_with_range(
+        &mut self,
+        package: &ResolverPackage,
+        range: &VersionRange,
+        sentence: impl Fn(&str) -> String,
+    ) {
+        let (short, full) = self.range(package, range);
+        self.fact(Fact {
+            short: sentence(&short),
+            full: sentence(&full),
+        });
+    }
+
+    /// `name version` for a single version, `every release of name (from version)`, else
+    /// `name` with its range; in both wordings.
+    fn subject(&self, package: &ResolverPackage, range: &VersionRange) -> (String, String) {
+        if let Some(version) = range.as_singleton() {
+            let text = format!("`{package} {version}`");
+            return (text.clone(), text);
+        }
+        let text = match every_release_from(range, self.evidence.versions_of(package)) {
+            Some(None) => Some(format!("every release of `{package}`")),
+            Some(Some(first)) => Some(format!("every release of `{package}` from {first}")),
+            None => None,
+        };
+        if let Some(text) = text {
+            return (text.clone(), text);
+        }
+        let (short, full) = self.range(package, range);
+        (
+            format!("`{package}` `{short}`"),
+            format!("`{package}` `{full}`"),
+        )
+    }
+
     fn visit(&mut self, tree: &Tree) {
         match tree {
             DerivationTree::Derived(derived) => {
@@ -122,10 +113,14 @@ impl Builder<'_, '_> {
         }
     }
 
-    fn fact(&mut self, fact: String) {
-        if !self.facts.contains(&fact) {
+    fn fact(&mut self, fact: Fact) {
+        if !self.facts.iter().any(|known| known.full == fact.full) {
             self.facts.push(fact);
         }
+    }
+
+    fn fact_text(&mut self, text: String) {
+        self.fact(Fact::plain(text));
     }
 
     fn hint(&mut self, hint: String) {
@@ -139,8 +134,11 @@ impl Builder<'_, '_> {
             External::NotRoot(..) => {}
             External::NoVersions(package, range) => self.no_versions(package, range),
             External::Custom(package, range, unavailable) => {
-                let subject = subject(package, range);
-                self.fact(format!("{subject} cannot be used: {unavailable}"));
+                let (short, full) = self.subject(package, range);
+                self.fact(Fact {
+                    short: format!("{short} cannot be used: {unavailable}"),
+                    full: format!("{full} cannot be used: {unavailable}"),
+                });
                 if let Unavailable::Yanked { .. } = unavailable {
                     self.hint(format!(
                         "a yanked release is used only when the manifest pins it exactly (`{}==VERSION`)",
@@ -155,14 +153,14 @@ impl Builder<'_, '_> {
     }
 
     fn no_versions(&mut self, package: &ResolverPackage, range: &VersionRange) {
-        let environment = self.provider.environment();
+        let environment = self.evidence.environment;
         // pubgrub also records "no other version exists" next to every decision; those
         // facts (`the toolkit is 13.0.1, outside <13.0.1 or >13.0.1`, `no other local
         // build of sglang 0.5.9`) restate a pin and explain nothing.
         if let ResolverPackage::Virtual(virtual_package) = package
-            && let Some(value) = self.provider.virtual_value(virtual_package)
-            && !range.contains(&value)
-            && range.union(&Ranges::singleton(value)) == Ranges::full()
+            && let Some(value) = self.evidence.virtual_values.get(virtual_package)
+            && !range.contains(value)
+            && range.union(&Ranges::singleton(value.clone())) == Ranges::full()
         {
             return;
         }
@@ -172,52 +170,47 @@ impl Builder<'_, '_> {
         match package {
             ResolverPackage::Root(_) => {}
             ResolverPackage::Virtual(virtual_package) => {
+                let outside = |value: &dyn std::fmt::Display, what: &str| {
+                    let short = show_range_limited(range, Some(SHORT_INTERVALS));
+                    let full = show_range_limited(range, None);
+                    Fact {
+                        short: format!("{what} {value}, outside `{short}`"),
+                        full: format!("{what} {value}, outside `{full}`"),
+                    }
+                };
                 let fact = match virtual_package {
-                    VirtualPackage::Python => format!(
-                        "the node's Python is {}, outside `{}`",
-                        environment.python,
-                        show_range(range)
-                    ),
-                    VirtualPackage::Glibc => format!(
-                        "the node's glibc is {}, outside `{}`",
-                        environment.glibc,
-                        show_range(range)
-                    ),
-                    VirtualPackage::CudaDriver => match &environment.driver {
-                        Some(driver) => {
-                            format!(
-                                "the node's driver is {driver} (`target.driver` or the node's facts)"
-                            )
-                        }
+                    VirtualPackage::Python => outside(&environment.python, "the node's Python is"),
+                    VirtualPackage::Glibc => outside(&environment.glibc, "the node's glibc is"),
+                    VirtualPackage::CudaDriver => Fact::plain(match &environment.driver {
+                        Some(driver) => format!(
+                            "the node's driver is {driver} (`target.driver` or the node's facts)"
+                        ),
                         None => "the node has no NVIDIA driver".to_string(),
-                    },
-                    VirtualPackage::GpuArch(arch) => format!(
-                        "the node has GPU architecture {arch} (compute capability {}), outside `{}`",
-                        arch.compute_capability(),
-                        show_range(range)
+                    }),
+                    VirtualPackage::GpuArch(arch) => outside(
+                        &format!("{arch} (compute capability {})", arch.compute_capability()),
+                        "the node has GPU architecture",
                     ),
                     VirtualPackage::CudaToolkit => match &environment.toolkit {
-                        Some(toolkit) => format!(
-                            "the CUDA toolkit is {toolkit}, outside `{}`",
-                            show_range(range)
-                        ),
-                        None => "no CUDA toolkit is installed".to_string(),
+                        Some(toolkit) => outside(toolkit, "the CUDA toolkit is"),
+                        None => Fact::plain("no CUDA toolkit is installed".to_string()),
                     },
                     VirtualPackage::CudaRuntime => match &environment.cuda_runtime {
-                        Some(runtime) => format!(
-                            "the stack's CUDA runtime is {runtime} (the toolkit's release line), outside `{}`",
-                            show_range(range)
+                        Some(runtime) => outside(
+                            &format!("{runtime} (the toolkit's release line)"),
+                            "the stack's CUDA runtime is",
                         ),
-                        None => "the stack has no CUDA runtime".to_string(),
+                        None => Fact::plain("the stack has no CUDA runtime".to_string()),
                     },
                 };
                 self.fact(fact);
             }
             ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
-                if let Some(git) = self.provider.git_source(name) {
+                let known = self.evidence.package(name);
+                if let Some(git) = &known.git {
                     match &git.version {
                         Some(version) => {
-                            self.fact(format!(
+                            self.fact_text(format!(
                                 "the manifest builds `{name}` from git `{}` at `{}`, and no open index records `{name} {version}`, whose requirements stand in for the checkout's",
                                 crate::manifest::redact_url(&git.url), git.rev
                             ));
@@ -226,7 +219,7 @@ impl Builder<'_, '_> {
                             ));
                         }
                         None => {
-                            self.fact(format!(
+                            self.fact_text(format!(
                                 "the manifest builds `{name}` from git `{}` at `{}` without `version:`, so its requirements are unknown",
                                 crate::manifest::redact_url(&git.url), git.rev
                             ));
@@ -237,43 +230,37 @@ impl Builder<'_, '_> {
                     }
                     return;
                 }
-                let holders = self.provider.explicit_holders(name);
-                if let Some(index) = self.provider.index_pin(name)
-                    && self.provider.index_name_of(name).is_none()
+                let holders = known.holder_names();
+                if let Some(index) = &known.index_pin
+                    && known.index.is_none()
                 {
-                    self.fact(format!("index `{index}` has no package `{name}`"));
+                    self.fact_text(format!("index `{index}` has no package `{name}`"));
+                    self.did_you_mean(
+                        &known.suggestions,
+                        &format!("index `{index}` does not list `{name}`"),
+                    );
                     return;
                 }
-                if self.provider.index_name_of(name).is_none()
-                    && self.provider.git_source(name).is_none()
-                {
+                if known.index.is_none() {
                     if holders.is_empty() {
-                        let universe = self.provider.universe();
-                        match &universe.snapshot {
+                        match &self.evidence.snapshot {
                             Some(snapshot) => {
-                                self.fact(format!(
+                                self.fact_text(format!(
                                     "the snapshot `{snapshot}` has no package `{name}`: a snapshot miss, which says nothing about the live indexes (a snapshot records only what resolving its manifest needed)"
                                 ));
                                 self.hint(format!(
                                     "record a snapshot that has it with `upgrade index snapshot {} -o FILE` and pass `--snapshot FILE`",
-                                    self.provider.manifest_file()
+                                    self.evidence.manifest_file
                                 ));
                             }
-                            None => self.fact(format!("no index has a package `{name}`")),
+                            None => self.fact_text(format!("no index has a package `{name}`")),
                         }
-                        let suggestions = super::names::closest(name, universe.project_names());
-                        if !suggestions.is_empty() {
-                            let names: Vec<String> = suggestions
-                                .iter()
-                                .map(|suggestion| format!("`{suggestion}`"))
-                                .collect();
-                            self.hint(format!(
-                                "did you mean {}? (`{name}` is not a project the indexes list)",
-                                names.join(" or ")
-                            ));
-                        }
+                        self.did_you_mean(
+                            &known.suggestions,
+                            &format!("`{name}` is not a project the indexes list"),
+                        );
                     } else {
-                        self.fact(format!(
+                        self.fact_text(format!(
                             "`{name}` is only on the explicit index `{}`, which serves only packages that name it",
                             holders.join("`, `")
                         ));
@@ -284,30 +271,58 @@ impl Builder<'_, '_> {
                     }
                     return;
                 }
-                let from = self
-                    .provider
-                    .index_name_of(name)
+                let from = known
+                    .index
+                    .as_ref()
                     .map(|index| format!(" on index `{index}`"))
                     .unwrap_or_default();
-                self.fact(format!(
-                    "no release of `{name}` matches `{}`{from}",
-                    show_range(range)
-                ));
-                for index in &holders {
-                    if let Some(version) = self.provider.versions_on(index, name, range).first() {
+                let existing = &known.versions;
+                if range.iter().nth(1).is_some()
+                    && !existing.iter().any(|version| range.contains(version))
+                {
+                    // A union of the gaps between releases ruled out one by one: its hull
+                    // says the same over the releases that exist.
+                    let hull = match range.bounding_range() {
+                        Some((lower, upper)) => {
+                            Ranges::from_range_bounds((lower.cloned(), upper.cloned()))
+                        }
+                        None => Ranges::empty(),
+                    };
+                    let text = show_range_limited(&hull, None);
+                    self.fact_text(format!(
+                        "no other release of `{name}` matches `{text}`{from}"
+                    ));
+                } else {
+                    self.fact_with_range(package, range, |shown| {
+                        format!("no release of `{name}` matches `{shown}`{from}")
+                    });
+                }
+                for (index, versions) in &known.explicit_holders {
+                    if let Some(version) = versions.iter().find(|version| range.contains(version)) {
                         self.hint(format!(
                             "the explicit index `{index}` has `{name} {version}`: add `index: {index}` to `{name}` under `packages:` (an explicit index serves only the packages that name it)"
                         ));
                     }
                 }
-                let hidden = self.provider.hidden_prereleases(name, range);
-                if let Some(newest) = hidden.first() {
+                if let Some(newest) = known.hidden_in(range).first() {
                     self.hint(format!(
                         "`{name}` has pre-releases in that range (e.g. `{newest}`); pre-releases are chosen only when the manifest asks for one, e.g. `{name}>={newest}`"
                     ));
                 }
             }
         }
+    }
+
+    /// A "did you mean" hint naming close project names, when there are any.
+    fn did_you_mean(&mut self, suggestions: &[pep508_rs::PackageName], why: &str) {
+        if suggestions.is_empty() {
+            return;
+        }
+        let names: Vec<String> = suggestions
+            .iter()
+            .map(|suggestion| format!("`{suggestion}`"))
+            .collect();
+        self.hint(format!("did you mean {}? ({why})", names.join(" or ")));
     }
 
     fn dependency(
@@ -318,41 +333,51 @@ impl Builder<'_, '_> {
         dependency_range: &VersionRange,
     ) {
         let recorded: Vec<(Version, Edge)> = self
-            .provider
+            .evidence
             .edges_between(package, dependency)
             .into_iter()
             .filter(|(version, _)| package_range.contains(version))
             .collect();
         let versions: BTreeSet<&Version> = recorded.iter().map(|(version, _)| version).collect();
         let subject = match (package, versions.len()) {
-            (ResolverPackage::Root(_), _) => "the manifest".to_string(),
-            (_, 1) => format!(
-                "`{package} {}`",
-                versions
-                    .iter()
-                    .next()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            ),
-            _ => subject(package, package_range),
+            (ResolverPackage::Root(_), _) => {
+                ("the manifest".to_string(), "the manifest".to_string())
+            }
+            (_, 1) => {
+                let text = format!(
+                    "`{package} {}`",
+                    versions
+                        .iter()
+                        .next()
+                        .map(ToString::to_string)
+                        .unwrap_or_default()
+                );
+                (text.clone(), text)
+            }
+            _ => self.subject(package, package_range),
         };
         let mut seen = BTreeSet::new();
         let mut any = false;
         for (_, edge) in &recorded {
-            let sentence =
-                self.edge_sentence(&subject, package, dependency, dependency_range, edge);
-            if let Some(sentence) = sentence
-                && seen.insert(sentence.clone())
+            let short = self.edge_sentence(&subject.0, package, dependency, dependency_range, edge);
+            let full = if subject.0 == subject.1 {
+                short.clone()
+            } else {
+                self.edge_sentence(&subject.1, package, dependency, dependency_range, edge)
+            };
+            if let (Some(short), Some(full)) = (short, full)
+                && seen.insert(full.clone())
             {
                 any = true;
-                self.fact(sentence);
+                self.fact(Fact { short, full });
             }
         }
         if !any {
-            self.fact(format!(
-                "{subject} depends on `{dependency}` `{}`",
-                show_range(dependency_range)
-            ));
+            let (short, full) = self.range(dependency, dependency_range);
+            self.fact(Fact {
+                short: format!("{} depends on `{dependency}` `{short}`", subject.0),
+                full: format!("{} depends on `{dependency}` `{full}`", subject.1),
+            });
         }
     }
 
@@ -364,7 +389,7 @@ impl Builder<'_, '_> {
         dependency_range: &VersionRange,
         edge: &Edge,
     ) -> Option<String> {
-        let environment = self.provider.environment();
+        let environment = self.evidence.environment;
         Some(match &edge.cause {
             Cause::Manifest(requirement) => {
                 self.manifest_packages
@@ -399,10 +424,10 @@ impl Builder<'_, '_> {
             Cause::Metadata(requirement) => {
                 if let (ResolverPackage::Package(_), ResolverPackage::Package(name)) =
                     (package, dependency)
-                    && !self.provider.has_override(name)
+                    && !self.evidence.package(name).has_override
                 {
-                    self.metadata_pins
-                        .push((name.clone(), show_range(dependency_range)));
+                    let (short, _) = self.range(dependency, dependency_range);
+                    self.metadata_pins.push((name.clone(), short));
                 }
                 format!("{subject} requires `{requirement}` (its package metadata)")
             }
@@ -434,7 +459,7 @@ impl Builder<'_, '_> {
         package: &ResolverPackage,
         rule: &RuleCause,
     ) -> String {
-        let environment = self.provider.environment();
+        let environment = self.evidence.environment;
         match rule {
             RuleCause::Driver(minimum) => {
                 if let Some(driver) = &environment.driver {
@@ -467,7 +492,7 @@ impl Builder<'_, '_> {
                 )
             }
             RuleCause::Arch(support) => {
-                let rules = self.provider.rules();
+                let rules = self.evidence.rules;
                 let unsupported: Vec<String> = environment
                     .gpu_archs
                     .iter()
@@ -514,24 +539,24 @@ impl Builder<'_, '_> {
                 {
                     let label = runtime_now.local_label();
                     let pullers: Vec<String> = self
-                        .provider
+                        .evidence
                         .dependents_of(package)
-                        .into_iter()
+                        .iter()
                         .filter_map(|(dependent, version)| match dependent {
                             ResolverPackage::Package(dependent) => Some((dependent, version)),
                             _ => None,
                         })
                         .map(|(dependent, version)| {
-                            let from = self
-                                .provider
-                                .index_name_of(&dependent)
+                            let known = self.evidence.package(dependent);
+                            let from = known
+                                .index
+                                .as_ref()
                                 .map(|index| format!(" from `{index}`"))
                                 .unwrap_or_default();
-                            let to = self
-                                .provider
-                                .explicit_holders(&dependent)
+                            let to = known
+                                .explicit_holders
                                 .first()
-                                .map(|index| format!(" with `index: {index}`"))
+                                .map(|(index, _)| format!(" with `index: {index}`"))
                                 .unwrap_or_default();
                             format!(
                                 "`{dependent} {version}`{from} pulls it in: pin `{dependent}` to its `+{label}` build{to}"
@@ -587,57 +612,6 @@ impl Builder<'_, '_> {
     }
 }
 
-/// `name version` for a single version, else `name` with its range.
-fn subject(package: &ResolverPackage, range: &VersionRange) -> String {
-    match range.as_singleton() {
-        Some(version) => format!("`{package} {version}`"),
-        None if *range == Ranges::full() => format!("every release of `{package}`"),
-        None => format!("`{package}` `{}`", show_range(range)),
-    }
-}
-
-/// A range in PEP 440 words, e.g. `>=2.9.1, <2.9.1.post0.dev0` → `==2.9.1`.
-pub fn show_range(range: &VersionRange) -> String {
-    if let Some(version) = range.as_singleton() {
-        return format!("=={version}");
-    }
-    let mut parts = Vec::new();
-    for (lower, upper) in range.iter() {
-        use std::ops::Bound;
-        match (lower, upper) {
-            (Bound::Included(low), Bound::Excluded(high)) if is_local_run_end(low, high) => {
-                parts.push(format!("=={low}"));
-            }
-            _ => {
-                let low = match lower {
-                    Bound::Included(low) => Some(format!(">={low}")),
-                    Bound::Excluded(low) => Some(format!(">{low}")),
-                    Bound::Unbounded => None,
-                };
-                let high = match upper {
-                    Bound::Included(high) => Some(format!("<={high}")),
-                    Bound::Excluded(high) => Some(format!("<{high}")),
-                    Bound::Unbounded => None,
-                };
-                let text = [low, high]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                parts.push(if text.is_empty() {
-                    "*".to_string()
-                } else {
-                    text
-                });
-            }
-        }
-    }
-    if parts.is_empty() {
-        return "no version".to_string();
-    }
-    parts.join(" or ")
-}
-
 /// Whether a range holds only other local builds (or post-local tails) of one
 /// release, e.g. `>0.5.9, <0.5.9.post0.dev0`.
 fn is_local_tail(range: &VersionRange) -> bool {
@@ -658,13 +632,4 @@ fn is_local_tail(range: &VersionRange) -> bool {
     tail && run
         .bounding_range()
         .is_some_and(|(_, end)| end == Bound::Excluded(high))
-}
-
-/// Whether `[low, high)` is exactly the run of local builds of `low`.
-fn is_local_run_end(low: &Version, high: &Version) -> bool {
-    let specifier = pep440_rs::VersionSpecifier::equals_version(low.clone());
-    super::ranges::specifier_to_range(&specifier)
-        .bounding_range()
-        .is_some_and(|(_, upper)| matches!(upper, std::ops::Bound::Excluded(end) if end == high))
-        && !low.is_local()
 }

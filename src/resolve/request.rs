@@ -9,7 +9,7 @@ use pep508_rs::{MarkerTree, PackageName, Requirement, VersionOrUrl};
 
 use crate::cuda::CudaWheelPolicy;
 use crate::manifest::yaml::Span;
-use crate::manifest::{GitSource, Manifest, PackageOrigin};
+use crate::manifest::{GitSource, Manifest, PackageOrigin, Prereleases};
 
 /// A named index and whether it is explicit, in priority order, e.g. `pytorch-cu130`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,6 +197,10 @@ impl Request {
                 .collect(),
             requires_python: None,
             options: ResolveOptions {
+                prereleases: match manifest.prereleases {
+                    Prereleases::IfNecessaryOrExplicit => PrereleaseMode::IfNecessaryOrExplicit,
+                    Prereleases::Allow => PrereleaseMode::Allow,
+                },
                 cuda_wheels: manifest.target.cuda_wheels.unwrap_or_default(),
                 ..ResolveOptions::default()
             },
@@ -207,4 +211,39 @@ impl Request {
 /// `==VERSION`, e.g. `==0.5.9`.
 fn exact(version: &Version) -> VersionSpecifiers {
     VersionSpecifiers::from_iter([pep440_rs::VersionSpecifier::equals_version(version.clone())])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(extra: &str) -> Request {
+        let text = format!(
+            "schema: 1\nname: m\n{extra}target:\n  python: /opt/env/bin/python3\n  cuda_wheels: toolkit\npackages:\n  torch: \"==2.9.1\"\n"
+        );
+        let manifest = crate::manifest::load_str(&text, "m.yaml", None).unwrap();
+        Request::from_manifest(&manifest, "m.yaml")
+    }
+
+    #[test]
+    fn the_manifest_sets_the_prerelease_and_cuda_wheel_policies() {
+        let default = request("");
+        assert_eq!(
+            default.options.prereleases,
+            PrereleaseMode::IfNecessaryOrExplicit
+        );
+        assert_eq!(default.options.cuda_wheels, CudaWheelPolicy::Toolkit);
+        assert_eq!(
+            request("prereleases: allow\n").options.prereleases,
+            PrereleaseMode::Allow
+        );
+        assert!(
+            crate::manifest::load_str(
+                "schema: 1\nname: m\nprereleases: yes\ntarget: { python: /opt/p }\n",
+                "m.yaml",
+                None
+            )
+            .is_err()
+        );
+    }
 }
