@@ -258,6 +258,7 @@ def write_section(path, text):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("stacks", nargs="*", help="stack directories to run (default: all)")
+    parser.add_argument("--skip", action="append", default=[], help="a stack not to run (its last results are kept)")
     parser.add_argument("--record", action="store_true", help="write snapshots and uv.json beside the manifests")
     parser.add_argument("--results", type=Path, help="write the table into this file, e.g. bench/RESULTS.md")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one command")
@@ -276,20 +277,28 @@ def main():
     stacks = sorted(path for path in HERE.iterdir() if (path / "plain.yaml").exists())
     if options.stacks:
         stacks = [path for path in stacks if path.name in options.stacks]
+    stacks = [path for path in stacks if path.name not in options.skip]
+    # Results are kept per stack across runs: a run of some stacks updates theirs.
+    results_file = WORK / "results.json"
+    kept = {result["stack"]: result for result in json.loads(results_file.read_text())} \
+        if results_file.exists() else {}
     scratch = Path(tempfile.mkdtemp(prefix="ecosystem-", dir=WORK))
     results = []
     try:
         for stack in stacks:
             result = compare_stack(stack, (uv, ours, environment), options, scratch)
+            result["run"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             results.append(result)
+            kept[result["stack"]] = result
+            results_file.write_text(json.dumps(sorted(kept.values(), key=lambda r: r["stack"]), indent=1) + "\n")
             plain, toolkit = result["ours"]["plain"], result["ours"]["toolkit"]
             print(f"{stack.name:24} uv {result['uv']['seconds']:6.1f} s {pins_text(result['uv']['top_level'] or {})}"
                   f" | ours {plain['seconds']:5.1f} s {cell(plain, result['uv']['top_level'])}"
                   f" | toolkit {toolkit['seconds']:5.1f} s {cell(toolkit, result['uv']['top_level'])}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    (WORK / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    text = table(results, options.uv_version)
+    present = {path.name for path in HERE.iterdir() if (path / "plain.yaml").exists()}
+    text = table([kept[name] for name in sorted(kept) if name in present], options.uv_version)
     print(text)
     if options.results:
         write_section(options.results, text)
