@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark: resolving the SGLang 0.5.9 closure, ours against `uv pip compile`, offline
-and online with a cold cache.
+and online with a cold cache and with a warm one.
 
 Offline: `upgrade lock manifests/cuda12.8-baseline.yaml` on the embedded snapshot (the
 default-index stack: torch 2.9.1, sgl-kernel 0.3.21, flashinfer 0.6.3, sglang 0.5.9,
@@ -12,11 +12,14 @@ Online, cold cache: `upgrade lock … --live --cache-dir EMPTY` (live resolution
 the index pip is configured with) against `uv pip compile … --cache-dir EMPTY`, a fresh
 empty cache directory for every run of each.
 
+Online, warm cache: the same two commands, each with its own cache directory filled by
+one run first, so what is left is revalidation, parsing and resolving.
+
 Runs alternate in one invocation; medians and the ratios are printed.
 
 uv is installed from the Python index into `bench/.venv` with pip, and talks to the
 index pip is configured with: `PIP_INDEX_URL` / `pip config` are read at run time, never
-written here. Usage: bench/resolve.py [--runs N] [--online-runs N] [--profile dev|release]
+written here. Usage: bench/resolve.py [--runs N] [--online-runs N] [--warm-runs N] [--profile dev|release]
 """
 
 import argparse
@@ -65,6 +68,12 @@ def uv_index_arguments():
     return arguments
 
 
+def uv_interpreter_arguments():
+    """The interpreter uv builds sdists with: this one. Without `--python`, uv looks for a
+    CPython 3.12 and tries to download one first, which costs seconds offline."""
+    return ["--python", sys.executable, "--no-python-downloads"]
+
+
 def uv_environment():
     environment = dict(os.environ)
     cert = pip_setting("PIP_CERT", "global.cert")
@@ -92,6 +101,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--online-runs", type=int, default=3)
+    parser.add_argument("--warm-runs", type=int, default=3)
     parser.add_argument("--profile", choices=["dev", "release"], default="dev")
     options = parser.parse_args()
     uv = uv_binary()
@@ -108,7 +118,7 @@ def main():
         cache = scratch / "uv-cache"
         common = [str(uv), "pip", "compile", str(requirements), "--python-version", "3.12",
                   "--python-platform", "x86_64-manylinux_2_35", "--cache-dir", str(cache),
-                  "--native-tls", "--quiet", "-o", str(scratch / "uv.txt")]
+                  *uv_interpreter_arguments(), "--native-tls", "--quiet", "-o", str(scratch / "uv.txt")]
         environment = uv_environment()
         # Warm the cache online once (with and without the constraints).
         subprocess.run(common + uv_index_arguments(), check=True, env=environment)
@@ -141,7 +151,7 @@ def main():
                 else:
                     command = [str(uv), "pip", "compile", str(requirements), "--python-version", "3.12",
                                "--python-platform", "x86_64-manylinux_2_35", "--cache-dir", str(cold),
-                               "--native-tls", "--quiet", "-o", str(scratch / "uv-online.txt")] + uv_index_arguments()
+                               *uv_interpreter_arguments(), "--native-tls", "--quiet", "-o", str(scratch / "uv-online.txt")] + uv_index_arguments()
                 online[name].append(timed(command, environment))
                 shutil.rmtree(cold, ignore_errors=True)
         online_medians = {name: statistics.median(values) for name, values in online.items()}
@@ -150,6 +160,27 @@ def main():
         for name, median in online_medians.items():
             print(f"  {name:24} median {median:8.2f} s    min {min(online[name]):8.2f} s")
         print(f"  ours / uv (online, cold cache): {online_medians['ours (live)'] / online_medians['uv (online)']:.3f}")
+
+        # Online, warm: one cache per contender, filled by one run first.
+        if options.warm_runs:
+            warm = {"ours (live, warm)": [], "uv (online, warm)": []}
+            commands = {
+                "ours (live, warm)": [str(ours), "lock", str(MANIFEST), "--live", "--cache-dir", str(scratch / "warm-ours"),
+                                      "--pip-python", sys.executable, "--format", "json", "-o", str(live_lock)],
+                "uv (online, warm)": [str(uv), "pip", "compile", str(requirements), "--python-version", "3.12",
+                                      "--python-platform", "x86_64-manylinux_2_35", "--cache-dir", str(scratch / "warm-uv"),
+                                      *uv_interpreter_arguments(), "--native-tls", "--quiet", "-o", str(scratch / "uv-warm.txt")] + uv_index_arguments(),
+            }
+            for command in commands.values():
+                timed(command, environment)
+            for _ in range(options.warm_runs):
+                for name, command in commands.items():
+                    warm[name].append(timed(command, environment))
+            warm_medians = {name: statistics.median(values) for name, values in warm.items()}
+            print(f"online with a warm cache, {options.warm_runs} alternating runs each")
+            for name, median in warm_medians.items():
+                print(f"  {name:24} median {median:8.2f} s    min {min(warm[name]):8.2f} s")
+            print(f"  ours / uv (online, warm cache): {warm_medians['ours (live, warm)'] / warm_medians['uv (online, warm)']:.3f}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

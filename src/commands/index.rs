@@ -635,14 +635,15 @@ fn live_snapshot(
     };
     let resolution =
         converge::resolve_live_universe(&manifest, &file, &environment, &rules, &options)?;
-    if let Some(failure) = resolution.failure {
-        return Err(failure.into());
-    }
     let mut how = format!("upgrade index snapshot {file} --live");
     if let Some(facts) = &args.facts {
         how.push_str(&format!(" --facts {}", facts.display()));
     }
+    // A manifest that cannot be resolved is recorded too: the snapshot replays the failure.
     let snapshot = write_snapshot(how, resolution.universe, &args.output)?;
+    if let Some(failure) = resolution.failure {
+        return Err(failure.into());
+    }
     let report = SnapshotReport {
         file: args.output.display().to_string(),
         indexes: snapshot

@@ -20,7 +20,7 @@ use crate::index::client::{
     ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
 };
 use crate::index::hashes::RecordedHashes;
-use crate::index::pip_config;
+use crate::index::{pip_config, pip_record};
 use crate::manifest::Manifest;
 use crate::resolve::{LiveError, LiveResolution, Lock, Request, TargetEnvironment};
 use crate::rules::RuleSet;
@@ -54,7 +54,12 @@ pub fn resolve_live_universe(
         }))
     };
     let request = Request::from_manifest(manifest, file);
-    let sources = index_sources(manifest, &options.python).map_err(|error| match error {
+    let sources = index_sources(
+        manifest,
+        &options.python,
+        options.client.cache_dir.as_deref(),
+    )
+    .map_err(|error| match error {
         SourceError::Client(error) => client_error(error),
         SourceError::PipConfig(error) => ConvergeError::PipConfig(error),
     })?;
@@ -141,7 +146,11 @@ enum SourceError {
 
 /// The manifest's indexes with their URLs; pip's default is looked up once, and only
 /// when an entry has no URL.
-fn index_sources(manifest: &Manifest, python: &Path) -> Result<Vec<IndexSource>, SourceError> {
+fn index_sources(
+    manifest: &Manifest,
+    python: &Path,
+    cache_dir: Option<&Path>,
+) -> Result<Vec<IndexSource>, SourceError> {
     let mut default: Option<String> = None;
     let mut sources = Vec::new();
     for index in &manifest.indexes {
@@ -149,7 +158,7 @@ fn index_sources(manifest: &Manifest, python: &Path) -> Result<Vec<IndexSource>,
             (Some(url), _) => url.clone(),
             (None, Some(url)) => url.clone(),
             (None, None) => {
-                let url = pip_config::default_index(python.as_os_str())
+                let url = pip_record::default_index(python.as_os_str(), cache_dir)
                     .map_err(SourceError::PipConfig)?
                     .url;
                 default = Some(url.clone());

@@ -43,3 +43,11 @@ pub const UPGRADE_CACHE_DIR: &str = "UPGRADE_CACHE_DIR";
 pub fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
+
+/// Every environment variable that is UTF-8, as `(name, value)`; for fingerprints of what
+/// a child process reads (e.g. pip's `PIP_*`), never interpreted here.
+pub fn all() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .collect()
+}

@@ -1,6 +1,6 @@
 //! HTTP requests with the client's policies: bounded concurrency, per-request
-//! timeouts, bounded retries with exponential backoff, cache revalidation and
-//! `--offline`.
+//! timeouts, bounded retries with exponential backoff, cache revalidation (a page is
+//! reused without a request while its `Cache-Control: max-age` lasts) and `--offline`.
 //!
 //! Retried: connection failures, `5xx` and `429` (honouring a `Retry-After` in
 //! seconds, capped by the backoff ceiling). Not retried: a request that ran past its
@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use reqwest::header::{
-    ACCEPT, CONTENT_RANGE, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue, IF_MODIFIED_SINCE,
-    IF_NONE_MATCH, LAST_MODIFIED, RANGE, RETRY_AFTER,
+    ACCEPT, AGE, CACHE_CONTROL, CONTENT_RANGE, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue,
+    IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, RANGE, RETRY_AFTER,
 };
 use sha2::Digest;
 use tokio::sync::Semaphore;
@@ -127,6 +127,10 @@ impl Http {
                 }),
             };
         }
+        // Within the lifetime the index gave it, a page is used without asking again.
+        if let Some((page, body)) = cached.as_ref().filter(|(page, _)| page.is_fresh()) {
+            return Ok(found(page.clone(), body.clone(), url));
+        }
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static(super::simple::ACCEPT));
         if let Some((page, _)) = &cached {
@@ -140,7 +144,16 @@ impl Http {
         let reply = self.execute(index, url, headers).await?;
         match reply.status {
             StatusCode::NOT_MODIFIED => match cached {
-                Some((page, body)) => Ok(found(page, body, url)),
+                Some((mut page, body)) => {
+                    let lifetime = lifetime(&reply.headers);
+                    if lifetime != page.fresh_until
+                        && let Some(cache) = &self.cache
+                    {
+                        page.fresh_until = lifetime;
+                        cache.store_page_header(&page)?;
+                    }
+                    Ok(found(page, body, url))
+                }
                 None => Err(status_error(index, url, reply.status)),
             },
             StatusCode::NOT_FOUND | StatusCode::GONE => Ok(PageResponse::NotFound),
@@ -158,6 +171,7 @@ impl Http {
                     content_type: text(CONTENT_TYPE),
                     etag: text(ETAG),
                     last_modified: text(LAST_MODIFIED),
+                    fresh_until: lifetime(&reply.headers),
                 };
                 // Pages without validators are stored too: `--offline` can use them.
                 if let Some(cache) = &self.cache {
@@ -366,6 +380,16 @@ impl Http {
             .saturating_mul(factor)
             .min(self.settings.max_backoff)
     }
+}
+
+/// Until when a response may be reused without asking again (`Cache-Control`, `Age`).
+fn lifetime(headers: &HeaderMap) -> Option<u64> {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|value: &HeaderValue| value.to_str().ok())
+    };
+    super::cache::fresh_until(text(CACHE_CONTROL), text(AGE))
 }
 
 fn found(page: CachedPage, body: Vec<u8>, url: &Url) -> PageResponse {

@@ -13,7 +13,7 @@
 //! match what an installer downloads; the earlier ones are stale.
 //! See: https://packaging.python.org/en/latest/specifications/simple-repository-api/
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::str::FromStr;
 
 use pep440_rs::VersionSpecifiers;
@@ -96,42 +96,59 @@ pub fn parse_page(
         .and_then(|base| page_url.join(base).ok());
     let base = base.as_ref().unwrap_or(page_url);
     let mut files = Vec::new();
+    // Most files of a project share a few `requires-python` values: parse each once.
+    let mut requires_pythons: HashMap<String, Option<VersionSpecifiers>> = HashMap::new();
     for file in raw.files {
         let Ok(mut url) = base.join(&file.href) else {
             continue;
         };
-        let fragment_hash = url.fragment().and_then(|fragment| {
-            fragment
-                .strip_prefix("sha256=")
-                .and_then(|digits| Sha256::from_str(digits).ok())
-        });
+        // The fragment's digest is read only when the page gave none of its own.
+        let fragment_hash = url
+            .fragment()
+            .filter(|_| file.sha256.is_none())
+            .and_then(|fragment| {
+                fragment
+                    .strip_prefix("sha256=")
+                    .and_then(|digits| Sha256::from_str(digits).ok())
+            });
         url.set_fragment(None);
         carry_credentials(&mut url, index_url);
-        let filename = file
+        let named = file
             .filename
-            .filter(|name| DistFilename::parse(name).is_ok())
-            .or_else(|| {
-                url.path_segments()
+            .and_then(|name| DistFilename::parse(&name).ok().map(|dist| (name, dist)));
+        let (filename, dist) = match named {
+            Some(named) => named,
+            None => {
+                let Some(filename) = url
+                    .path_segments()
                     .and_then(|mut segments| segments.next_back().map(percent_decode))
+                else {
+                    continue;
+                };
+                // Pages list files that are not distributions (signatures, checksums): skip them.
+                let Ok(dist) = DistFilename::parse(&filename) else {
+                    continue;
+                };
+                (filename, dist)
+            }
+        };
+        let requires_python = file
+            .requires_python
+            .as_deref()
+            .map(str::trim)
+            .filter(|value| !value.is_empty())
+            .and_then(|value| {
+                requires_pythons
+                    .entry(value.to_string())
+                    .or_insert_with(|| VersionSpecifiers::from_str(value).ok())
+                    .clone()
             });
-        let Some(filename) = filename else {
-            continue;
-        };
-        // Pages list files that are not distributions (signatures, checksums): skip them.
-        let Ok(dist) = DistFilename::parse(&filename) else {
-            continue;
-        };
         files.push(ProjectFile {
             filename,
             dist,
             url,
             sha256: file.sha256.or(fragment_hash),
-            requires_python: file
-                .requires_python
-                .as_deref()
-                .map(str::trim)
-                .filter(|value| !value.is_empty())
-                .and_then(|value| VersionSpecifiers::from_str(value).ok()),
+            requires_python,
             yanked: file.yanked,
             metadata: file.metadata,
             size: file.size,
