@@ -74,24 +74,24 @@ fn replay(
     let manifest_path = stack.join(format!("{variant}.yaml"));
     let file = format!(
         "solver-tests/ecosystem/{}/{variant}.yaml",
-        stack.file_name().unwrap().to_string_lossy()
+        stack
+            .file_name()
+            .map(|name| name.to_string_lossy())
+            .unwrap_or_default()
     );
-    let manifest = manifest::load_str(
-        &fs_err::read_to_string(&manifest_path).unwrap(),
-        &file,
-        None,
-    )
-    .unwrap();
+    let text = fs_err::read_to_string(&manifest_path).map_err(|error| error.to_string())?;
+    let manifest = manifest::load_str(&text, &file, None).map_err(|error| error.to_string())?;
     let snapshot_path = stack.join(format!("snapshot-{variant}.json"));
     assert!(
         snapshot_path.exists(),
         "{} is missing: record it with `solver-tests/ecosystem/compare.py --record`",
         snapshot_path.display()
     );
-    let snapshot = Snapshot::read(&snapshot_path).unwrap();
-    let environment = TargetEnvironment::from_manifest(&manifest).unwrap();
+    let snapshot = Snapshot::read(&snapshot_path).map_err(|error| error.to_string())?;
+    let environment =
+        TargetEnvironment::from_manifest(&manifest).map_err(|error| error.to_string())?;
     let request = Request::from_manifest(&manifest, &file);
-    let rules = RuleSet::embedded().unwrap();
+    let rules = RuleSet::embedded().map_err(|error| error.to_string())?;
     match resolve::resolve(&request, &snapshot.universe, &environment, &rules) {
         Ok(lock) => Ok(names
             .iter()
