@@ -880,7 +880,7 @@ fn default_index_comes_from_pip_index_url() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert_eq!(
         stdout,
-        "http://127.0.0.1:9/simple\n  from `PIP_INDEX_URL`\n"
+        "http://ops:***@127.0.0.1:9/simple\n  from `PIP_INDEX_URL`\n"
     );
 }
 

@@ -877,10 +877,11 @@ fn json_line<T: Serialize>(value: &T) -> Result<String, CommandError> {
     Ok(text)
 }
 
-/// Redact credentials from a URL given as text, e.g. a `PIP_INDEX_URL`.
+/// Redact credentials from a URL given as text, e.g. a `PIP_INDEX_URL`, with the one
+/// masker; text that is not a URL is not shown at all.
 fn redact_text(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(parsed) => redact(&parsed),
+        Ok(_) => crate::manifest::redact_url(url),
         Err(_) => "(an unparseable URL)".to_string(),
     }
 }

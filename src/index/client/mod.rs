@@ -135,27 +135,16 @@ impl IndexLocation {
     }
 }
 
-/// A URL with its user name and password removed, e.g.
-/// `https://token:x@mirror.example/simple/` → `https://mirror.example/simple/`.
+/// A URL with its credentials masked by the one masker every output uses
+/// ([`crate::manifest::redact_url`]), e.g. `https://token:x@mirror.example/simple/` →
+/// `https://token:***@mirror.example/simple/`.
 pub fn redact(url: &Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.to_string()
+    crate::manifest::redact_url(url.as_str())
 }
 
-/// [`redact`] for a string that may not parse: everything up to `@` in the authority
-/// is dropped.
+/// [`redact`] for a string that may not parse as a URL.
 fn redact_str(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(parsed) => redact(&parsed),
-        Err(_) => match (url.find("://"), url.rfind('@')) {
-            (Some(scheme_end), Some(at)) if at > scheme_end => {
-                format!("{}{}", &url[..scheme_end + 3], &url[at + 1..])
-            }
-            _ => url.to_string(),
-        },
-    }
+    crate::manifest::redact_url(url)
 }
 
 /// The live index client; cheap to clone (clones share connections, cache and limits).
@@ -437,8 +426,10 @@ mod tests {
     #[test]
     fn redaction() {
         let url = Url::parse("https://token:secret@mirror.example/simple/").unwrap();
-        assert_eq!(redact(&url), "https://mirror.example/simple/");
-        assert_eq!(redact_str("https://u:p@bad host/x"), "https://bad host/x");
+        assert_eq!(redact(&url), "https://token:***@mirror.example/simple/");
+        assert!(!redact_str("https://u:p@bad host/x").contains(":p@"));
+        let query = Url::parse("https://mirror.example/simple/?token=abc").unwrap();
+        assert_eq!(redact(&query), "https://mirror.example/simple/?token=***");
     }
 
     #[test]
