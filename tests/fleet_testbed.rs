@@ -409,7 +409,7 @@ fn a_hung_command_fails_its_node_within_its_bound_and_a_second_apply_is_refused(
     testbed
         .ssh_ok(
             "node0",
-            "mkdir -p /usr/local/sbin && printf '%s\\n' '#!/bin/sh' 'case \"$*\" in *-p*) exec /sbin/ldconfig \"$@\";; esac' 'exec sleep 3600' > /usr/local/sbin/ldconfig && chmod 755 /usr/local/sbin/ldconfig",
+            "mkdir -p /usr/local/sbin && printf '%s\\n' '#!/bin/sh' 'case \"$*\" in *-p*) exec /sbin/ldconfig \"$@\";; esac' 'exec sleep 3607' > /usr/local/sbin/ldconfig && chmod 755 /usr/local/sbin/ldconfig",
         )
         .unwrap();
     let inventory = inventory(
@@ -450,7 +450,7 @@ fn a_hung_command_fails_its_node_within_its_bound_and_a_second_apply_is_refused(
     );
     // Nothing of the hung command is left on node0.
     let left = testbed
-        .ssh("node0", "pgrep -fx 'sleep 3600' || true")
+        .ssh("node0", "pgrep -fx 'sleep 3607' || true")
         .unwrap();
     assert!(left.stdout.trim().is_empty(), "{}", left.stdout);
 
@@ -985,6 +985,7 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
     let apply = |inventory: &Path, run_dir: &str, extra: &[&str]| {
         let mut args = vec![
             "apply",
+            "--yes",
             manifest.to_str().unwrap(),
             "-i",
             inventory.to_str().unwrap(),
