@@ -77,9 +77,9 @@ pub enum ClientError {
         #[source]
         source: Box<MetadataError>,
     },
-    /// The index offers no metadata for an sdist, and sdists are never built here.
+    /// A release lists no file to read its metadata from.
     #[error(
-        "Failed to read the metadata of `{filename}` from index `{index}`: the index offers no metadata file for this sdist and sdists are not built"
+        "Failed to read the metadata of `{filename}` from index `{index}`: the release lists no file to read it from"
     )]
     SdistMetadata {
         /// e.g. `legacy-1.0.tar.gz`.

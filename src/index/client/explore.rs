@@ -323,13 +323,7 @@ impl Explorer<'_> {
                     .map(|(index, _)| self.indexes[*index].location.name.as_str()),
             );
             let listing = outcome.map(|(index, files)| {
-                let (versions, unreadable) = self.usable_by_version(files);
-                if unreadable > 0 {
-                    self.notes.push(format!(
-                        "left out {unreadable} release{} of `{name}` that offer only sdists without a metadata file (sdists are not built)",
-                        if unreadable == 1 { "" } else { "s" }
-                    ));
-                }
+                let versions = usable_by_version(self.settings, files);
                 Listing { index, versions }
             });
             if listing.is_none() {
@@ -341,13 +335,6 @@ impl Explorer<'_> {
             }
         }
         Ok(())
-    }
-
-    fn usable_by_version(
-        &self,
-        files: Vec<ProjectFile>,
-    ) -> (BTreeMap<Version, Vec<ProjectFile>>, usize) {
-        usable_by_version(self.settings, files)
     }
 
     /// The versions of `name` to record: per specifier met, the newest
@@ -430,7 +417,7 @@ impl Explorer<'_> {
                     state.failed.insert(version.clone());
                     self.notes.push(format!(
                         "skipped `{name} {version}`: {}",
-                        crate::report::error_chain(&error).replace('\n', " ")
+                        crate::text::error_chain(&error).replace('\n', " ")
                     ));
                 }
                 Err(error) => return Err(error),
@@ -631,13 +618,12 @@ pub(crate) async fn look_up_project(
     Ok(None)
 }
 
-/// Group the files usable on the target by version, leaving out versions whose
-/// metadata cannot be had (only sdists, none with a PEP 658 file); returns how many
-/// versions were left out that way.
+/// Group the files usable on the target by version. A release with only sdists stays:
+/// its metadata is read from the sdist or built (`sdist`), as pip and uv do.
 pub(crate) fn usable_by_version(
     settings: &ExploreSettings,
     files: Vec<ProjectFile>,
-) -> (BTreeMap<Version, Vec<ProjectFile>>, usize) {
+) -> BTreeMap<Version, Vec<ProjectFile>> {
     let mut versions: BTreeMap<Version, Vec<ProjectFile>> = BTreeMap::new();
     for file in files {
         if file_usable(settings, &file) {
@@ -647,9 +633,7 @@ pub(crate) fn usable_by_version(
                 .push(file);
         }
     }
-    // A release with only sdists stays: its metadata is read from the sdist or built
-    // (`sdist`), as pip and uv do; none is left out unread.
-    (versions, 0)
+    versions
 }
 
 /// The coarse file filter: whether `file` can install on the target at all.

@@ -339,13 +339,7 @@ impl Shared {
             let mut state = shared.lock();
             match found {
                 Ok(Some((index, files))) => {
-                    let (versions, unreadable) = usable_by_version(&shared.settings, files);
-                    if unreadable > 0 {
-                        state.notes.push(format!(
-                            "left out {unreadable} release{} of `{name}` that offer only sdists without a metadata file (sdists are not built)",
-                            if unreadable == 1 { "" } else { "s" }
-                        ));
-                    }
+                    let versions = usable_by_version(&shared.settings, files);
                     shared.answer_project(&mut state, name, Some(Listing { index, versions }));
                 }
                 Ok(None) => {
@@ -487,7 +481,7 @@ impl Shared {
                 ) => {
                     state.notes.push(format!(
                         "skipped `{name} {version}`: {}",
-                        crate::report::error_chain(&error).replace('\n', " ")
+                        crate::text::error_chain(&error).replace('\n', " ")
                     ));
                     state.events.push(LiveEvent::Unreadable {
                         name,
