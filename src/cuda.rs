@@ -7,7 +7,7 @@
 //! See: https://docs.nvidia.com/deploy/cuda-compatibility/
 //!
 //! This module owns parsing and ordering only; which driver a toolkit needs is data
-//! in `manifests/rules/` (see `crate::rules`).
+//! in `manifests/rules/` (the `rules` module).
 
 use std::fmt;
 use std::str::FromStr;

@@ -14,7 +14,6 @@ pub mod exec;
 pub mod facts;
 pub mod fleet;
 pub mod index;
-pub mod init;
 pub mod inventory;
 pub mod managed_block;
 pub mod manifest;

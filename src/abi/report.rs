@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::Environment;
 use super::check::Outcome;
 use crate::facts::{Finding, FindingCode, Severity};
-use crate::report::text_value;
+use crate::text::text_value;
 
 /// A distribution in the report, e.g. `torch` `2.11.0+cu130`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

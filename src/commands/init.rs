@@ -1,14 +1,14 @@
 //! `upgrade init (--local | --host H | --facts F) -o FILE`: a first manifest from a node
-//! as it is. The library probes, surveys and renders (`crate::init`); this verb picks the
+//! as it is. The library probes, surveys and renders (`crate::converge::init`); this verb picks the
 //! node, writes the file and says what to do next.
 
 use std::path::Path;
 
 use crate::cli::InitArgs;
 use crate::commands::{CommandError, ExitStatus, node, runtime};
+use crate::converge::init::{self, InitSource};
 use crate::exec;
 use crate::facts::{NodeFacts, ProbeRequest};
-use crate::init::{self, InitSource};
 use crate::printer::Printer;
 
 /// Write the first manifest of the node.

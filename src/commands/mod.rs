@@ -83,7 +83,7 @@ pub enum CommandError {
     Inventory(#[from] crate::inventory::InventoryError),
     /// A first manifest could not be written from a node.
     #[error(transparent)]
-    Init(#[from] crate::init::InitError),
+    Init(#[from] crate::converge::init::InitError),
     /// The output file exists and `--force` was not given.
     #[error("Failed to write `{}`: it exists (give `--force` to replace it)", path.display())]
     OutputExists {

@@ -12,6 +12,7 @@
 //! ([`ConvergeError`]); only `commands` maps errors to exit codes.
 
 mod error;
+pub mod init;
 mod live;
 mod node;
 mod rollback;
