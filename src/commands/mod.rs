@@ -77,7 +77,7 @@ pub enum CommandError {
     FindLinks(#[from] crate::index::find_links::FindLinksError),
     /// An `index` verb failed.
     #[error(transparent)]
-    Index(#[from] index::IndexCommandError),
+    Index(Box<crate::converge::record::RecordError>),
     /// An inventory could not be read or selects nothing.
     #[error(transparent)]
     Inventory(#[from] crate::inventory::InventoryError),
@@ -264,7 +264,8 @@ impl CommandError {
             | Self::Runtime(_)
             | Self::Output(_) => ExitStatus::Failure,
             Self::Resolve(_) => ExitStatus::InvalidInput,
-            Self::Index(error) => error.exit_status(),
+            Self::Index(error) if error.is_invalid_input() => ExitStatus::InvalidInput,
+            Self::Index(_) => ExitStatus::Failure,
             Self::Unresolvable { .. } => ExitStatus::Unresolvable,
         }
     }

@@ -13,14 +13,12 @@ use pep440_rs::Version;
 use pep508_rs::PackageName;
 
 use super::ConvergeError;
+use super::sources::{SourceError, index_sources};
 use crate::index::Universe;
 use crate::index::client::explore::TargetPlatform;
 use crate::index::client::live::LiveIndex;
-use crate::index::client::{
-    ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
-};
+use crate::index::client::{ClientError, ClientSettings, ExploreSettings, IndexClient};
 use crate::index::hashes::RecordedHashes;
-use crate::index::{pip_config, pip_record};
 use crate::manifest::Manifest;
 use crate::resolve::{LiveError, LiveResolution, Lock, Request, TargetEnvironment};
 use crate::rules::RuleSet;
@@ -58,7 +56,9 @@ pub fn resolve_live_universe(
         manifest,
         &options.python,
         options.client.cache_dir.as_deref(),
+        None,
     )
+    .map(|found| found.sources)
     .map_err(|error| match error {
         SourceError::Client(error) => client_error(error),
         SourceError::PipConfig(error) => ConvergeError::PipConfig(error),
@@ -137,38 +137,4 @@ fn wait_limit(client: &ClientSettings) -> Duration {
     one.saturating_mul(attempts)
         .saturating_mul(4)
         .max(Duration::from_secs(60))
-}
-
-enum SourceError {
-    Client(ClientError),
-    PipConfig(pip_config::PipConfigError),
-}
-
-/// The manifest's indexes with their URLs; pip's default is looked up once, and only
-/// when an entry has no URL.
-fn index_sources(
-    manifest: &Manifest,
-    python: &Path,
-    cache_dir: Option<&Path>,
-) -> Result<Vec<IndexSource>, SourceError> {
-    let mut default: Option<String> = None;
-    let mut sources = Vec::new();
-    for index in &manifest.indexes {
-        let url = match (&index.url, &default) {
-            (Some(url), _) => url.clone(),
-            (None, Some(url)) => url.clone(),
-            (None, None) => {
-                let url = pip_record::default_index(python.as_os_str(), cache_dir)
-                    .map_err(SourceError::PipConfig)?
-                    .url;
-                default = Some(url.clone());
-                url
-            }
-        };
-        sources.push(IndexSource {
-            location: IndexLocation::new(&index.name, &url).map_err(SourceError::Client)?,
-            explicit: index.explicit,
-        });
-    }
-    Ok(sources)
 }

@@ -15,7 +15,9 @@ mod error;
 pub mod init;
 mod live;
 mod node;
+pub mod record;
 mod rollback;
+mod sources;
 
 pub use error::ConvergeError;
 pub use live::{LiveOptions, live_lock, resolve_live_universe};
