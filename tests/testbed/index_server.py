@@ -115,7 +115,16 @@ class Server(http.server.ThreadingHTTPServer):
         self.root = root
         self.indexes = {name: Index(name, root / "wheels" / name) for name in INDEXES}
         self.files = {path.name: path for path in (root / "files").glob("*") if path.is_file()}
+        # What was served (bodies only), for benchmarks: `GET /_stats`.
+        self.stats_lock = threading.Lock()
+        self.bytes_served = 0
+        self.requests_served = 0
         super().__init__(address, Handler)
+
+    def count(self, size):
+        with self.stats_lock:
+            self.bytes_served += size
+            self.requests_served += 1
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -133,6 +142,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(url.query)
         parts = [urllib.parse.unquote(part) for part in url.path.split("/")]
         # parts[0] is "" because the path starts with "/".
+        if url.path == "/_stats":
+            with self.server.stats_lock:
+                stats = {"bytes": self.server.bytes_served, "requests": self.server.requests_served}
+            return self.send_bytes(200, json.dumps(stats).encode(), "application/json", head,
+                                   counted=False)
         if url.path == "/fixtures.json":
             return self.send_bytes(200, (self.server.root / "fixtures.json").read_bytes(),
                                    "application/json", head)
@@ -244,7 +258,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def send_bytes(self, status, body, content_type, head):
+    def send_bytes(self, status, body, content_type, head, counted=True):
+        if counted:
+            self.server.count(0 if head else len(body))
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Who downloads the stack: `--fetch node` against `--fetch controller` on testbed fleets.
+
+    bench/fetch.py [--nodes 1,4,8,16] [--modes node,controller] [--upgrade target/release/upgrade]
+
+(root: the testbed's namespaces). For each fleet size and mode it brings up a fresh
+`cuda12.8` testbed (tests/testbed/up), prepares the seed manifest's testbed overlay as
+bench/fleet.py does, and times one full upgrade
+
+    upgrade apply --yes MANIFEST -i INVENTORY --parallel N --ssh-config F --snapshot S
+                  --no-verify --format json --fetch MODE
+
+reading the bytes the testbed's index server served during that apply from its
+`/_stats` counter (response bodies: project pages, metadata, wheels and the runfile).
+In `node` mode every node clones the fixture SGLang from its own copy
+(`file:///opt/fixtures/sglang`, put there before the clock starts), as bench/fleet.py
+does; in `controller` mode the repository lives only on the controller and nodes get a
+git bundle of the pinned tag. So the git side serves nothing over the network in either
+mode, and the index counter is the whole download.
+
+Results: the `## Fetch once` section of bench/RESULTS.md (replaced, the rest kept) and
+the JSON of every run on stdout.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fleet  # noqa: E402  (the same testbed helpers as the fleet benchmark)
+
+ROOT = fleet.ROOT
+
+
+def stats(state):
+    """The index server's counters: bytes of bodies served and requests."""
+    base = state["indexes"]["default"].split("/default/simple/")[0]
+    with urllib.request.urlopen(f"{base}/_stats", timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def controller_manifest(manifest, repo):
+    """The overlay with the repository on the controller instead of on each node."""
+    text = Path(manifest).read_text().replace(f"file://{fleet.NODE_REPOSITORY}", f"file://{repo}")
+    path = Path(manifest).with_name("overlay-controller.yaml")
+    path.write_text(text)
+    return path
+
+
+def one(size, mode, work, upgrade):
+    directory = Path(work) / f"testbed-{size}-{mode}"
+    state = fleet.testbed_up(size, directory)
+    try:
+        run_dir = Path(work) / f"{size}-{mode}"
+        manifest, snapshot = fleet.prepare(state, run_dir, upgrade)
+        if mode == "controller":
+            manifest = controller_manifest(manifest, run_dir / "sglang")
+        env = fleet.upgrade_env(state, run_dir)
+        before = stats(state)
+        started = time.monotonic()
+        result = fleet.run([upgrade, "apply", "--yes", manifest, "-i", run_dir / "inventory.yml",
+                            "--parallel", size, "--ssh-config", state["ssh_config"],
+                            "--snapshot", snapshot, "--no-verify", "--format", "json",
+                            "--fetch", mode, "--run-dir", run_dir / "run"],
+                           env=env, check=False)
+        seconds = time.monotonic() - started
+        after = stats(state)
+        outcomes = fleet.parse_outcomes(result.stdout) if result.stdout.strip() else []
+        ok = (result.returncode == 0 and len(outcomes) == size
+              and all(outcome.get("ok") for outcome in outcomes))
+        if not ok:
+            fleet.log(result.stdout[-2000:] + result.stderr[-2000:])
+        entry = {"nodes": size, "mode": mode, "seconds": seconds, "ok": ok,
+                 "bytes": after["bytes"] - before["bytes"],
+                 "requests": after["requests"] - before["requests"]}
+        fleet.log(f"  {size} node(s), --fetch {mode}: {seconds:.2f} s, "
+                  f"{entry['bytes'] / 1e6:.2f} MB in {entry['requests']} requests, ok={ok}")
+        return entry
+    finally:
+        fleet.testbed_down(directory)
+
+
+def report(entries, arguments, info, upgrade_version):
+    by = {(entry["nodes"], entry["mode"]): entry for entry in entries}
+    sizes = sorted({entry["nodes"] for entry in entries})
+    lines = ["## Fetch once", "",
+             "Who downloads the stack (issue 17): a full upgrade of fresh `cuda12.8` testbed "
+             "fleets to the seed manifest's overlay, `--fetch node` (each node's pip and the "
+             "runfile step fetch for themselves) against `--fetch controller` (the controller "
+             "downloads each locked file once, checks its sha256 and sends each node what it "
+             "lacks; the source comes as a git bundle). Bytes: response bodies the testbed's "
+             "index server served during the apply (its `/_stats` counter). Reproduce (root):", "",
+             "```sh",
+             "cargo build --release",
+             f"bench/fetch.py --nodes {','.join(map(str, sizes))} --modes {','.join(arguments.modes)}",
+             "```", "",
+             f"Measured {time.strftime('%Y-%m-%d')} on {info['cpu']}, {info['cores']} cores, "
+             f"{info['memory_gib']} GiB, load average at start {info['load'][0]:.1f}; "
+             f"{upgrade_version}; one run each.", "",
+             "| nodes | mode | full upgrade (s) | index bytes served (MB) | requests | ok |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for size in sizes:
+        for mode in arguments.modes:
+            entry = by.get((size, mode))
+            if entry:
+                lines.append(f"| {size} | `{mode}` | {entry['seconds']:.2f} | "
+                             f"{entry['bytes'] / 1e6:.2f} | {entry['requests']} | {entry['ok']} |")
+    lines += ["", "Ratios (one run each):", ""]
+    for mode in arguments.modes:
+        first = by.get((sizes[0], mode))
+        for size in sizes[1:]:
+            entry = by.get((size, mode))
+            if first and entry and first["bytes"] and first["seconds"]:
+                lines.append(f"- `--fetch {mode}`, {size} nodes / {sizes[0]} node: bytes "
+                             f"**{entry['bytes'] / first['bytes']:.2f}×**, time "
+                             f"**{entry['seconds'] / first['seconds']:.2f}×**")
+    lines += ["", "Targets (issue 17): with `--fetch controller`, bytes served for 16 nodes at "
+              "most 1.1× those for one node, and a full upgrade of 16 nodes at most 3× one "
+              "node's time on this 2-core machine.", ""]
+    return "\n".join(lines)
+
+
+def write_section(path, section):
+    path = Path(path)
+    text = path.read_text()
+    start = text.find("## Fetch once\n")
+    if start >= 0:
+        end = text.find("\n## ", start + 1)
+        text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    path.write_text(text)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", default="1,4,8,16",
+                        type=lambda text: [int(part) for part in text.split(",")])
+    parser.add_argument("--modes", default="node,controller", type=lambda text: text.split(","))
+    parser.add_argument("--upgrade", default=str(ROOT / "target" / "release" / "upgrade"))
+    parser.add_argument("--work")
+    parser.add_argument("--results", default=str(ROOT / "bench" / "RESULTS.md"))
+    parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
+    arguments = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        sys.exit("bench/fetch.py needs root (the testbed's namespaces)")
+    upgrade = Path(arguments.upgrade).resolve()
+    if not upgrade.exists():
+        sys.exit(f"{upgrade} is missing: cargo build --release")
+    info = fleet.machine()
+    upgrade_version = fleet.run([upgrade, "--version"], check=False).stdout.splitlines()[0]
+    work = Path(arguments.work or tempfile.mkdtemp(prefix="fetch-bench-"))
+    entries = []
+    for size in arguments.nodes:
+        for mode in arguments.modes:
+            entries.append(one(size, mode, work, upgrade))
+    print(json.dumps(entries, indent=1))
+    if not arguments.no_write:
+        write_section(arguments.results, report(entries, arguments, info, upgrade_version))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
