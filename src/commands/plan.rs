@@ -35,7 +35,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     let live = super::live_options(&args.live)?;
     let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref(), live.as_ref())
         .map_err(|error| CommandError::from(error).verbose(args.verbose))?;
-    let urls = converge::index_urls(&prepared.manifest)?;
+    let urls = converge::index_urls(&prepared)?;
     let node_choice = match &args.facts {
         Some(path) => NodeChoice::Facts(path),
         None => NodeChoice::Probed(&args.node, &args.ssh),

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::exec;
 use crate::facts::{NodeFacts, ProbeRequest, ProbeScope};
 use crate::index::hashes::RecordedHashes;
-use crate::index::{Snapshot, Universe, pip_config};
+use crate::index::{Snapshot, Universe, pip_record};
 use crate::manifest::{self, Manifest};
 use crate::plan::{self, NodePlan, PlanInput};
 use crate::resolve::{Lock, Request, TargetEnvironment};
@@ -80,6 +80,19 @@ pub struct Prepared {
     /// The universe and rules it resolves against, read once for every node of a run
     /// (a fleet's nodes share them).
     inputs: Arc<OnceLock<Arc<(Universe, RuleSet)>>>,
+    /// What a run learns once for all its nodes: the index URLs and each distinct
+    /// node environment's lock.
+    shared: Arc<Shared>,
+}
+
+/// What the nodes of one run share once one of them has it.
+#[derive(Default)]
+struct Shared {
+    /// Index name → URL, found once (pip's default asked at most once a run).
+    urls: OnceLock<BTreeMap<String, String>>,
+    /// The lock of each distinct environment resolved on the snapshot: nodes alike in
+    /// every fact the resolver reads get the same lock, so it is resolved once.
+    locks: std::sync::Mutex<Vec<(TargetEnvironment, Arc<Lock>)>>,
 }
 
 impl Prepared {
@@ -104,6 +117,7 @@ impl Prepared {
             sha256: self.sha256.clone(),
             env,
             inputs: Arc::clone(&self.inputs),
+            shared: Arc::clone(&self.shared),
         })
     }
 }
@@ -141,6 +155,7 @@ pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {
         path: path.to_path_buf(),
         env: Vec::new(),
         inputs: Arc::default(),
+        shared: Arc::default(),
     })
 }
 
@@ -220,26 +235,59 @@ pub fn lock(
             inputs
         }
     };
+    let known = |locks: &[(TargetEnvironment, Arc<Lock>)]| {
+        locks
+            .iter()
+            .find(|(seen, _)| *seen == environment)
+            .map(|(_, lock)| Lock::clone(lock))
+    };
+    if let Some(lock) = prepared
+        .shared
+        .locks
+        .lock()
+        .ok()
+        .and_then(|locks| known(&locks))
+    {
+        return Ok(lock);
+    }
     let (universe, rules) = &*inputs;
-    Ok(resolve_lock(
+    let lock = resolve_lock(
         &prepared.manifest,
         &prepared.path.display().to_string(),
         &environment,
         universe,
         rules,
-    )?)
+    )?;
+    if let Ok(mut locks) = prepared.shared.locks.lock() {
+        locks.push((environment, Arc::new(lock.clone())));
+    }
+    Ok(lock)
 }
 
-/// Index name → URL: the manifest's, or pip's configured default for an entry without one.
-pub fn index_urls(manifest: &Manifest) -> Result<BTreeMap<String, String>, ConvergeError> {
+/// Index name → URL: the manifest's, or pip's configured default for an entry without
+/// one (asked once a run, and remembered in the cache directory while nothing pip reads
+/// changed).
+pub fn index_urls(prepared: &Prepared) -> Result<BTreeMap<String, String>, ConvergeError> {
+    if let Some(urls) = prepared.shared.urls.get() {
+        return Ok(urls.clone());
+    }
     let mut urls = BTreeMap::new();
-    for index in &manifest.indexes {
-        let url = match &index.url {
-            Some(url) => url.clone(),
-            None => pip_config::default_index(OsStr::new("python3"))?.url,
+    let mut default = None;
+    for index in &prepared.manifest.indexes {
+        let url = match (&index.url, &default) {
+            (Some(url), _) => url.clone(),
+            (None, Some(url)) => String::clone(url),
+            (None, None) => {
+                let cache = crate::settings::default_cache_dir();
+                let url = pip_record::default_index(OsStr::new("python3"), cache.as_deref())?.url;
+                default = Some(url.clone());
+                url
+            }
         };
         urls.insert(index.name.clone(), url);
     }
+    // Two nodes may find them at once; either copy serves.
+    let _ = prepared.shared.urls.set(urls.clone());
     Ok(urls)
 }
 

@@ -183,7 +183,7 @@ pub async fn converge_probed(
         }
         None => super::lock(prepared, &facts, options.snapshot, options.live)?,
     };
-    let urls = super::index_urls(&prepared.manifest)?;
+    let urls = super::index_urls(prepared)?;
     let plan = super::plan_for(
         prepared,
         &node,
