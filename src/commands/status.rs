@@ -81,7 +81,7 @@ async fn node_status(
         .map_err(exec::ExecError::from)?;
     let node = transport.name().to_string();
     let lock = converge::lock(prepared, &facts, snapshot, None)?;
-    let urls = converge::index_urls(&prepared)?;
+    let urls = converge::index_urls(prepared)?;
     let plan = converge::plan_for(
         prepared,
         &node,
