@@ -154,7 +154,7 @@ def main(argv):
         sys.exit(f"{upgrade} is missing: cargo build --release")
     info = fleet.machine()
     upgrade_version = fleet.run([upgrade, "--version"], check=False).stdout.splitlines()[0]
-    work = Path(arguments.work or tempfile.mkdtemp(prefix="fetch-bench-"))
+    work = Path(arguments.work or tempfile.mkdtemp(prefix="fetch-bench-")).resolve()
     entries = []
     for size in arguments.nodes:
         for mode in arguments.modes:
