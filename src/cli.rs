@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "upgrade", version, about, long_about = None)]
 #[command(
-    after_help = "Exit status: 0 success; 1 a node or a verification failed; 2 invalid input; 3 the manifest cannot be resolved."
+    after_help = "Exit status: 0 success; 1 a node or a verification failed; 2 invalid input; 3 the manifest cannot be resolved; 4 (`lock --check`) the lock no longer matches."
 )]
 pub struct Cli {
     /// What to do.
@@ -216,6 +216,11 @@ pub struct PlanArgs {
     /// Live resolution instead of the snapshot.
     #[command(flatten)]
     pub live: LiveArgs,
+    /// Install exactly this lock (`upgrade lock --format json -o FILE`): no resolution.
+    /// Refused when it was made from another manifest or an edited one, or when the
+    /// node lacks what it assumed (Python line, glibc, driver, GPU architectures, CUDA).
+    #[arg(long = "lock", value_name = "FILE", conflicts_with = "live")]
+    pub lock: Option<PathBuf>,
     /// Save the plan here; `upgrade apply PLAN` replays it and refuses it if the node changed.
     #[arg(short = 'o', long = "output", value_name = "PLAN")]
     pub output: Option<PathBuf>,
@@ -284,6 +289,12 @@ pub struct ApplyArgs {
     /// Live resolution instead of the snapshot.
     #[command(flatten)]
     pub live: LiveArgs,
+    /// Install exactly this lock (`upgrade lock --format json -o FILE`) on every node:
+    /// no resolution. Refused when it was made from another manifest or an edited one,
+    /// and on a node that lacks what it assumed (Python line, glibc, driver, GPU
+    /// architectures, CUDA).
+    #[arg(long = "lock", value_name = "FILE", conflicts_with = "live")]
+    pub lock: Option<PathBuf>,
     /// Skip the verification launch.
     #[arg(long)]
     pub no_verify: bool,
@@ -426,8 +437,22 @@ pub struct LockArgs {
     #[command(flatten)]
     pub live: LiveArgs,
     /// Write the lock here instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "LOCK")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "LOCK",
+        conflicts_with = "check"
+    )]
     pub output: Option<PathBuf>,
+    /// Resolve again and compare with the lock file (`--lock`): exit 0 when it matches,
+    /// 4 when the manifest or the indexes (snapshot, or `--live`) no longer give it,
+    /// printing each difference.
+    #[arg(long)]
+    pub check: bool,
+    /// With `--check`: the lock file to compare [default: `NAME.lock.json` beside the
+    /// manifest].
+    #[arg(long = "lock", value_name = "FILE", requires = "check")]
+    pub lock: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = LockFormat::Text)]
     pub format: LockFormat,
