@@ -55,14 +55,8 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     };
     let mut lock = match resolved {
         Ok(lock) => lock,
+        // With `--format json`, `main` prints `{"ok": false, "resolved": false, "report": …}`.
         Err(ResolveError::Unresolvable { manifest, report }) => {
-            if args.format == LockFormat::Json {
-                let document = serde_json::json!({ "resolved": false, "report": report });
-                let mut text = serde_json::to_string_pretty(&document)
-                    .map_err(|error| CommandError::Output(error.into()))?;
-                text.push('\n');
-                printer.out(&text).map_err(CommandError::Output)?;
-            }
             return Err(CommandError::Unresolvable {
                 manifest,
                 report,
