@@ -36,7 +36,7 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     let prepared = converge::load(&args.manifest)?;
     let manifest = &prepared.manifest;
     let file = args.manifest.display().to_string();
-    let environment = super::node::environment(&manifest, args.facts.as_deref())?;
+    let environment = super::node::environment(manifest, args.facts.as_deref())?;
     let rules = RuleSet::embedded()?;
     let resolved = match super::live_options(&args.live)? {
         Some(options) => {

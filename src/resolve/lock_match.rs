@@ -215,8 +215,6 @@ impl Lock {
 
 #[cfg(test)]
 mod tests {
-    #![expect(clippy::unwrap_used, reason = "tests")]
-
     use super::*;
     use crate::resolve::FactsFile;
 
