@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "upgrade", version, about, long_about = None)]
 #[command(
-    after_help = "Exit status: 0 success; 1 a node or a verification failed; 2 invalid input; 3 the manifest cannot be resolved."
+    after_help = "Exit status: 0 success; 1 a node or a verification failed; 2 invalid input; 3 the manifest cannot be resolved; 4 (`lock --check`) the lock no longer matches."
 )]
 pub struct Cli {
     /// What to do.
@@ -79,10 +79,10 @@ pub struct SshArgs {
     /// Without it, host keys must already be known (strict checking).
     #[arg(long)]
     pub accept_new_host_keys: bool,
-    /// The longest any one command on a node may run, e.g. `90s` or `20m` (also with
-    /// `--local`); past it the command's process group is killed and the node fails with
-    /// a timeout. Default: 10 min, 1 h for installs.
-    #[arg(long, value_name = "DURATION", value_parser = parse_command_timeout)]
+    /// The longest any one command on a node may run, e.g. `90s` or `20m` (plain seconds
+    /// too; also with `--local`); past it the command's process group is killed and the
+    /// node fails with a timeout. Default: 10 min, 1 h for installs.
+    #[arg(long, value_name = "DURATION", value_parser = parse_timeout)]
     pub command_timeout: Option<std::time::Duration>,
 }
 
@@ -93,14 +93,25 @@ fn parse_parallel(text: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_command_timeout(text: &str) -> Result<std::time::Duration, String> {
-    crate::manifest::parse_duration(text).and_then(|duration| {
-        if duration.is_zero() {
-            Err("a command needs at least `1s`".to_string())
-        } else {
-            Ok(duration)
+/// Every timeout flag's value: a duration as a manifest writes it (`90s`, `5m`,
+/// `1h30m`, `500ms`) or plain seconds (`90`, `2.5`), longer than zero and at most 7 days.
+pub fn parse_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let duration = match text.trim().parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => {
+            std::time::Duration::try_from_secs_f64(seconds).map_err(|error| error.to_string())?
         }
-    })
+        Ok(_) => return Err("a timeout is longer than zero, e.g. `90s` or `5m`".to_string()),
+        Err(_) => crate::manifest::parse_duration(text)?,
+    };
+    if duration > crate::manifest::MAX_DURATION {
+        return Err("a duration is at most 7 days (`168h`)".to_string());
+    }
+    Ok(duration)
+}
+
+/// [`parse_timeout`] in seconds, for the index client's flags.
+fn parse_timeout_seconds(text: &str) -> Result<f64, String> {
+    parse_timeout(text).map(|duration| duration.as_secs_f64())
 }
 
 /// `upgrade probe (--local | --host H)`
@@ -216,6 +227,11 @@ pub struct PlanArgs {
     /// Live resolution instead of the snapshot.
     #[command(flatten)]
     pub live: LiveArgs,
+    /// Install exactly this lock (`upgrade lock --format json -o FILE`): no resolution.
+    /// Refused when it was made from another manifest or an edited one, or when the
+    /// node lacks what it assumed (Python line, glibc, driver, GPU architectures, CUDA).
+    #[arg(long = "lock", value_name = "FILE", conflicts_with = "live")]
+    pub lock: Option<PathBuf>,
     /// Save the plan here; `upgrade apply PLAN` replays it and refuses it if the node changed.
     #[arg(short = 'o', long = "output", value_name = "PLAN")]
     pub output: Option<PathBuf>,
@@ -284,6 +300,12 @@ pub struct ApplyArgs {
     /// Live resolution instead of the snapshot.
     #[command(flatten)]
     pub live: LiveArgs,
+    /// Install exactly this lock (`upgrade lock --format json -o FILE`) on every node:
+    /// no resolution. Refused when it was made from another manifest or an edited one,
+    /// and on a node that lacks what it assumed (Python line, glibc, driver, GPU
+    /// architectures, CUDA).
+    #[arg(long = "lock", value_name = "FILE", conflicts_with = "live")]
+    pub lock: Option<PathBuf>,
     /// Skip the verification launch.
     #[arg(long)]
     pub no_verify: bool,
@@ -426,8 +448,22 @@ pub struct LockArgs {
     #[command(flatten)]
     pub live: LiveArgs,
     /// Write the lock here instead of stdout.
-    #[arg(short = 'o', long = "output", value_name = "LOCK")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "LOCK",
+        conflicts_with = "check"
+    )]
     pub output: Option<PathBuf>,
+    /// Resolve again and compare with the lock file (`--lock`): exit 0 when it matches,
+    /// 4 when the manifest or the indexes (snapshot, or `--live`) no longer give it,
+    /// printing each difference.
+    #[arg(long)]
+    pub check: bool,
+    /// With `--check`: the lock file to compare [default: `NAME.lock.json` beside the
+    /// manifest].
+    #[arg(long = "lock", value_name = "FILE", requires = "check")]
+    pub lock: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = LockFormat::Text)]
     pub format: LockFormat,
@@ -639,11 +675,11 @@ pub struct NetworkArgs {
     /// Use only the cache; fail on anything that is not in it.
     #[arg(long, conflicts_with = "no_cache")]
     pub offline: bool,
-    /// Seconds to establish a connection.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    /// The longest a connection may take to establish, e.g. `10s` (plain seconds too).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_timeout_seconds)]
     pub connect_timeout: f64,
-    /// Seconds for a whole request.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    /// The longest a whole request may take, e.g. `90s` or `5m` (plain seconds too).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_timeout_seconds)]
     pub timeout: f64,
     /// Retries on connection failures, 5xx and 429 (exponential backoff).
     #[arg(long, value_name = "N", default_value_t = 3)]

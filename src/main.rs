@@ -5,7 +5,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches};
-use cuda_upgrade::cli::{ApplyFormat, Cli, Command, PlanFormat};
+use cuda_upgrade::cli::{
+    ApplyFormat, Cli, Command, DiffFormat, FactsFormat, IndexCommand, IndexFormat, LockFormat,
+    PlanFormat, ValidateFormat,
+};
 use cuda_upgrade::commands::{self, CommandError, ExitStatus};
 use cuda_upgrade::exec::Reporter;
 use cuda_upgrade::printer::Printer;
@@ -27,6 +30,27 @@ fn main() -> ExitCode {
             };
             // clap renders help, version and usage errors itself.
             let _ = error.print();
+            // A usage error of a command line that asked for JSON is JSON on stdout too.
+            let args: Vec<String> = std::env::args().collect();
+            let asked_json = args
+                .windows(2)
+                .any(|pair| pair[0] == "--format" && pair[1] == "json")
+                || args.iter().any(|arg| arg == "--format=json");
+            if error.use_stderr() && asked_json {
+                let value = serde_json::json!({
+                    "ok": false,
+                    "exit": status.code(),
+                    "error": error
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .trim_start_matches("error: "),
+                });
+                let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+                text.push('\n');
+                let _ = Printer::new().out(&text);
+            }
             return status.into();
         }
     };
@@ -37,9 +61,8 @@ fn main() -> ExitCode {
     };
     // `plan --detailed-exitcode` keeps 2 for "changes": every error exits 1.
     let detailed = matches!(&cli.command, Command::Plan(args) if args.detailed_exitcode);
-    // `plan` and `status` with `--format json` print an object on stdout even on failure.
-    let json = matches!(&cli.command, Command::Plan(args) if args.format == PlanFormat::Json)
-        || matches!(&cli.command, Command::Status(args) if args.format == ApplyFormat::Json);
+    // Every verb asked for `--format json` prints an object on stdout even on failure.
+    let json = wants_json(&cli.command);
     match commands::run(cli, &mut printer) {
         Ok(status) => status.into(),
         Err(error) => {
@@ -57,9 +80,30 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether the verb was asked for `--format json`.
+fn wants_json(command: &Command) -> bool {
+    match command {
+        Command::Plan(args) => args.format == PlanFormat::Json,
+        Command::Apply(args) => args.format == ApplyFormat::Json,
+        Command::Status(args) => args.format == ApplyFormat::Json,
+        Command::Verify(args) => args.format == ApplyFormat::Json,
+        Command::Rollback(args) => args.format == ApplyFormat::Json,
+        Command::AbiCheck(args) => args.format == ApplyFormat::Json,
+        Command::Probe(args) => args.format == FactsFormat::Json,
+        Command::Lock(args) => args.format == LockFormat::Json,
+        Command::Validate(args) => args.format == ValidateFormat::Json,
+        Command::Diff(args) => args.format == DiffFormat::Json,
+        Command::Index(IndexCommand::Snapshot(args)) => args.format == IndexFormat::Json,
+        Command::Index(IndexCommand::Hash(args)) => args.format == IndexFormat::Json,
+        Command::Index(IndexCommand::DefaultUrl(args)) => args.format == IndexFormat::Json,
+        Command::Init(_) | Command::Completion(_) | Command::Schema | Command::Man => false,
+    }
+}
+
 /// The JSON a verb asked for `--format json` prints on stdout when it fails, so that a
 /// machine reading stdout always gets an object: `{"ok": false, "exit": 3, "error": "…",
-/// "report": {…}}` (`report` when the manifest cannot be resolved).
+/// "resolved": false, "report": {…}}` (`resolved` and `report` when the manifest cannot
+/// be resolved).
 fn error_json(error: &CommandError, exit: ExitStatus) -> String {
     let mut value = serde_json::json!({
         "ok": false,
@@ -69,6 +113,7 @@ fn error_json(error: &CommandError, exit: ExitStatus) -> String {
     if let (CommandError::Unresolvable { report, .. }, Some(object)) =
         (error, value.as_object_mut())
     {
+        object.insert("resolved".to_string(), serde_json::Value::Bool(false));
         object.insert(
             "report".to_string(),
             serde_json::to_value(report).unwrap_or_default(),

@@ -117,6 +117,7 @@ mod tests {
         Lock {
             schema: crate::resolve::LOCK_SCHEMA,
             manifest: "m".to_string(),
+            manifest_sha256: None,
             assumed: serde_json::from_str(
                 r#"{"python": "3.12", "implementation": "cpython", "glibc": "2.35", "arch": "x86_64", "gpu_arch": []}"#,
             )

@@ -5,14 +5,15 @@
 //! re-checked against fresh facts immediately before it runs (someone may have fixed
 //! it meanwhile), and the first failing step stops the node with its command, exit
 //! status and output tail. A saved plan is refused when the node's facts or the
-//! manifest changed since it was made.
+//! manifest changed since it was made; `--lock FILE` installs that lock as it is,
+//! refused when it was made from another manifest or does not hold on the node.
 
 use std::path::{Path, PathBuf};
 
 use crate::cli::{ApplyArgs, ApplyFormat};
 use crate::commands::node::{self, NodeChoice, hash_command};
 use crate::commands::{CommandError, ExitStatus, runtime};
-use crate::converge::{self, ApplyOptions, ConvergeError, SavedPlan};
+use crate::converge::{self, ApplyOptions, ConvergeError, Saved, SavedPlan};
 use crate::exec::node_lock::LockHolder;
 use crate::exec::{self, ApplyContext};
 use crate::printer::Printer;
@@ -46,6 +47,17 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         .as_ref()
         .map_or_else(|| args.target.clone(), |s| s.manifest_path.clone());
     let prepared = converge::prepare(&manifest_path)?;
+    let fixed = match (&args.lock, &saved) {
+        (Some(_), Some(_)) => {
+            return Err(CommandError::PlanFile {
+                path: args.target.clone(),
+                message: "a saved plan carries its own lock; `--lock` goes with a manifest"
+                    .to_string(),
+            });
+        }
+        (Some(path), None) => Some(converge::read_lock(path)?),
+        (None, _) => None,
+    };
     if let Some(saved) = &saved
         && saved.manifest_sha256 != prepared.sha256
     {
@@ -87,8 +99,12 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         )
     };
     let options = ApplyOptions {
-        saved: saved.as_ref(),
-        plan_path: &args.target,
+        saved: match (&saved, &fixed) {
+            (Some(plan), _) => Some(Saved::Plan(plan)),
+            (None, Some(lock)) => Some(Saved::Lock(lock)),
+            (None, None) => None,
+        },
+        plan_path: args.lock.as_deref().unwrap_or(&args.target),
         snapshot: args.snapshot.as_deref(),
         live: live.as_ref(),
         hash_command: &hash_command,

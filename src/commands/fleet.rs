@@ -137,14 +137,15 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         crate::shell::quote(&args.target.display().to_string())
     );
     let live = super::live_options(&args.live)?;
+    let fixed = args.lock.as_deref().map(converge::read_lock).transpose()?;
     let options = FleetOptions {
         parallel: args.fleet.parallel,
         max_fail: args.max_fail,
         batch: args.batch,
         ssh: selected.ssh,
         apply: ApplyOptions {
-            saved: None,
-            plan_path: &args.target,
+            saved: fixed.as_ref().map(converge::Saved::Lock),
+            plan_path: args.lock.as_deref().unwrap_or(&args.target),
             snapshot: args.snapshot.as_deref(),
             live: live.as_ref(),
             hash_command: &hash_command,

@@ -43,6 +43,8 @@ pub enum ExitStatus {
     Unresolvable,
     /// `2` with `plan --detailed-exitcode`: the plan has changes (and none is blocked).
     Changes,
+    /// `4` with `lock --check`: the lock no longer matches the manifest or the indexes.
+    LockOutdated,
 }
 
 impl ExitStatus {
@@ -53,6 +55,7 @@ impl ExitStatus {
             ExitStatus::Failure => 1,
             ExitStatus::InvalidInput | ExitStatus::Changes => 2,
             ExitStatus::Unresolvable => 3,
+            ExitStatus::LockOutdated => 4,
         }
     }
 }
@@ -194,6 +197,7 @@ impl From<ConvergeError> for CommandError {
             refused @ (ConvergeError::Blocked { .. }
             | ConvergeError::Declined { .. }
             | ConvergeError::StalePlan { .. }
+            | ConvergeError::LockRefused { .. }
             | ConvergeError::Rollback { .. }) => Self::Refused(refused),
             ConvergeError::Locked(error) => Self::Locked(error),
         }

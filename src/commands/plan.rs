@@ -1,5 +1,7 @@
-//! `upgrade plan MANIFEST (--local | --host H | --facts FILE) [-o PLAN]`: what `apply`
-//! would do on the node, step by step with its commands; changes nothing. With
+//! `upgrade plan MANIFEST (--local | --host H | --facts FILE) [--lock FILE] [-o PLAN]`:
+//! what `apply` would do on the node, step by step with its commands; changes nothing.
+//! With `--lock FILE` that lock is planned as it is (checked against the manifest's
+//! digest and the node's facts) instead of resolving. With
 //! `--wheels DIR` the lock's wheels found there are ABI-checked before anything is
 //! installed, and a missing symbol blocks the pip step.
 
@@ -32,9 +34,18 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             })?
         }
     };
-    let live = super::live_options(&args.live)?;
-    let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref(), live.as_ref())
-        .map_err(|error| CommandError::from(error).verbose(args.verbose))?;
+    let lock = match &args.lock {
+        Some(path) => {
+            let lock = converge::read_lock(path)?;
+            converge::check_lock(&prepared, &facts, &lock, &node_name, path)?;
+            lock
+        }
+        None => {
+            let live = super::live_options(&args.live)?;
+            converge::lock(&prepared, &facts, args.snapshot.as_deref(), live.as_ref())
+                .map_err(|error| CommandError::from(error).verbose(args.verbose))?
+        }
+    };
     let urls = converge::index_urls(&prepared)?;
     let node_choice = match &args.facts {
         Some(path) => NodeChoice::Facts(path),

@@ -10,7 +10,7 @@ use crate::report;
 pub fn run(args: &ValidateArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     let mut results = Vec::new();
     for path in &args.manifests {
-        let outcome = match manifest::load_file(path) {
+        let outcome = match manifest::validate_file(path) {
             Ok(_) => report::validate::Outcome::Valid,
             Err(ManifestError::Invalid { diagnostics, .. }) => {
                 report::validate::Outcome::Invalid(diagnostics)

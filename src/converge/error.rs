@@ -77,6 +77,15 @@ pub enum ConvergeError {
         /// Why.
         reason: String,
     },
+    /// A lock (`--lock FILE`) cannot be read, was made from another manifest (or an
+    /// edited one), or does not hold on the node; nothing was changed.
+    #[error("Refusing lock `{}`: {reason}", path.display())]
+    LockRefused {
+        /// The lock file.
+        path: PathBuf,
+        /// Why, naming the digests or the node's facts and how to refresh it.
+        reason: String,
+    },
     /// A saved plan no longer matches the node or the manifest.
     #[error("Refusing plan `{}`: {reason}; make a new plan", path.display())]
     StalePlan {

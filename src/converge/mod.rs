@@ -15,6 +15,7 @@ mod error;
 pub mod init;
 mod live;
 mod node;
+mod pinned;
 pub mod record;
 mod rollback;
 mod sources;
@@ -24,6 +25,7 @@ pub use live::{LiveOptions, live_lock, resolve_live_universe};
 pub use node::{
     ApplyOptions, NodeOutcome, StepRecord, abi_check_step, converge_node, converge_probed,
 };
+pub use pinned::{Saved, check_lock, read_lock};
 pub use rollback::{RollbackOptions, RollbackOutcome, rollback_node};
 
 use std::collections::BTreeMap;
@@ -204,7 +206,7 @@ pub fn resolve_lock(
 }
 
 /// Resolve the manifest for the node's facts: live when `live` is given, else on
-/// `snapshot` (the embedded one when `None`).
+/// `snapshot` (the embedded one when `None`). The lock records the manifest's digest.
 pub fn lock(
     prepared: &Prepared,
     facts: &NodeFacts,
@@ -214,13 +216,14 @@ pub fn lock(
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
     if let Some(options) = live {
         let rules = RuleSet::embedded()?;
-        let (lock, _) = live_lock(
+        let (mut lock, _) = live_lock(
             &prepared.path,
             &prepared.manifest,
             &environment,
             &rules,
             options,
         )?;
+        lock.manifest_sha256 = Some(prepared.sha256.clone());
         return Ok(lock);
     }
     let inputs = match prepared.inputs.get() {
@@ -251,13 +254,14 @@ pub fn lock(
         return Ok(lock);
     }
     let (universe, rules) = &*inputs;
-    let lock = resolve_lock(
+    let mut lock = resolve_lock(
         &prepared.manifest,
         &prepared.path.display().to_string(),
         &environment,
         universe,
         rules,
     )?;
+    lock.manifest_sha256 = Some(prepared.sha256.clone());
     if let Ok(mut locks) = prepared.shared.locks.lock() {
         locks.push((environment, Arc::new(lock.clone())));
     }

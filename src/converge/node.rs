@@ -19,7 +19,7 @@ use crate::resolve::Lock;
 use crate::steps::{Action, Step, StepKind};
 use crate::transport::Transport;
 
-use super::{ConvergeError, Prepared, SavedPlan};
+use super::{ConvergeError, Prepared, Saved};
 
 /// One step's result, e.g. `env` `applied`.
 #[derive(Debug, Clone, Serialize)]
@@ -64,9 +64,11 @@ pub struct NodeOutcome {
 /// What one node's apply is given besides the manifest and the transport.
 #[derive(Clone)]
 pub struct ApplyOptions<'a> {
-    /// A saved plan to replay (its lock), refused when the node's facts changed.
-    pub saved: Option<&'a SavedPlan>,
-    /// The file the saved plan was read from, for the refusal.
+    /// A saved plan to replay (its lock), refused when the node's facts changed, or a
+    /// lock file to install as it is, refused when it does not fit the manifest or the
+    /// node. `None`: resolve.
+    pub saved: Option<Saved<'a>>,
+    /// The file the saved plan or lock was read from, for the refusal.
     pub plan_path: &'a Path,
     /// A snapshot instead of the embedded one.
     pub snapshot: Option<&'a Path>,
@@ -169,17 +171,8 @@ pub async fn converge_probed(
     let node = transport.name().to_string();
     let lock: Lock = match options.saved {
         Some(saved) => {
-            let digest = facts.digest()?.to_string();
-            if digest != saved.facts_digest {
-                return Err(ConvergeError::StalePlan {
-                    path: options.plan_path.to_path_buf(),
-                    reason: format!(
-                        "the facts of `{node}` changed since the plan was made ({} → {digest})",
-                        saved.facts_digest
-                    ),
-                });
-            }
-            saved.lock.clone()
+            saved.check(prepared, &facts, &node, options.plan_path)?;
+            saved.lock().clone()
         }
         None => super::lock(prepared, &facts, options.snapshot, options.live)?,
     };
@@ -431,10 +424,27 @@ impl Run<'_> {
                         .await?;
                     steps.push(record(&step, "applied", None));
                     // A new interpreter: resolve again for what it really is (its version
-                    // and tags), unless a saved plan fixed the lock.
-                    if step.kind == StepKind::PythonEnv && options.saved.is_none() {
-                        let fresh = super::facts(transport, prepared).await?;
-                        lock = super::lock(prepared, &fresh, options.snapshot, options.live)?;
+                    // and tags); a lock file given must hold for it too; a saved plan's
+                    // facts already named it.
+                    if step.kind == StepKind::PythonEnv {
+                        match options.saved {
+                            None => {
+                                let fresh = super::facts(transport, prepared).await?;
+                                lock =
+                                    super::lock(prepared, &fresh, options.snapshot, options.live)?;
+                            }
+                            Some(Saved::Lock(fixed)) => {
+                                let fresh = super::facts(transport, prepared).await?;
+                                super::check_lock(
+                                    prepared,
+                                    &fresh,
+                                    fixed,
+                                    &node,
+                                    options.plan_path,
+                                )?;
+                            }
+                            Some(Saved::Plan(_)) => {}
+                        }
                     }
                 }
                 StepOutcome::Failed(failure) => {

@@ -192,6 +192,7 @@ fn result_of(error: &ConvergeError) -> NodeResult {
     match error {
         ConvergeError::Blocked { .. }
         | ConvergeError::StalePlan { .. }
+        | ConvergeError::LockRefused { .. }
         | ConvergeError::Locked(_)
         | ConvergeError::Resolve(_)
         | ConvergeError::Env(_)

@@ -330,6 +330,47 @@ fn diff_target(b: &mut Builder<'_>, old: &Target, new: &Target) {
         old.cuda_wheels.map(|policy| policy.to_string()),
         new.cuda_wheels.map(|policy| policy.to_string()),
     );
+    let scope = |scope: EnvScope| match scope {
+        EnvScope::Environment => "environment",
+        EnvScope::Interpreter => "interpreter",
+    };
+    if old.env_scope != new.env_scope {
+        let notes = match new.env_scope {
+            EnvScope::Interpreter => vec![
+                "every environment of the base interpreter sees the `env` variables".to_string(),
+            ],
+            EnvScope::Environment => {
+                vec!["only the target environment sees the `env` variables".to_string()]
+            }
+        };
+        b.push(
+            Section::Target,
+            "target.env_scope",
+            Change::Changed {
+                old: scope(old.env_scope).to_string(),
+                new: scope(new.env_scope).to_string(),
+                direction: None,
+            },
+            notes,
+        );
+    }
+    if old.keep_unlocked_packages != new.keep_unlocked_packages {
+        let note = if new.keep_unlocked_packages {
+            "`apply` keeps packages the lock does not name"
+        } else {
+            "`apply` removes every package the lock does not name"
+        };
+        b.push(
+            Section::Target,
+            "target.keep_unlocked_packages",
+            Change::Changed {
+                old: old.keep_unlocked_packages.to_string(),
+                new: new.keep_unlocked_packages.to_string(),
+                direction: None,
+            },
+            vec![note.to_string()],
+        );
+    }
     let archs = |t: &Target| {
         t.gpu_arch
             .iter()
@@ -614,10 +655,15 @@ fn diff_ldconfig(b: &mut Builder<'_>, old: Option<&Ldconfig>, new: Option<&Ldcon
 
 /// How an env value shows in a diff: secrets are `***`, whatever their source.
 fn show_env(var: &EnvVar) -> String {
-    match (&var.value, var.secret) {
+    let value = match (&var.value, var.secret) {
         (_, true) => "***".to_string(),
         (EnvValue::Literal(value), false) => value.clone(),
         (EnvValue::FromEnv(name), false) => format!("from controller env `{name}`"),
+    };
+    if var.override_existing {
+        format!("{value} (override)")
+    } else {
+        value
     }
 }
 
@@ -635,7 +681,11 @@ fn diff_env(b: &mut Builder<'_>, old: &[EnvVar], new: &[EnvVar]) {
                 Change::Added { new: show_env(var) },
                 notes,
             ),
-            Some(previous) if previous.value != var.value || previous.secret != var.secret => {
+            Some(previous)
+                if previous.value != var.value
+                    || previous.secret != var.secret
+                    || previous.override_existing != var.override_existing =>
+            {
                 let mut notes = notes;
                 if var.secret && previous.secret {
                     notes.push("secret value changed".to_string());

@@ -29,6 +29,7 @@ use crate::cuda::{CudaVersion, CudaWheelPolicy, DriverVersion, GpuArch};
 use crate::shell;
 use crate::text::is_bidi_control;
 
+mod consistency;
 mod env;
 mod indexes;
 mod ldconfig;
@@ -184,6 +185,21 @@ pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
     load_str(&text, &path.display().to_string(), Some(&base_dir(path)))
 }
 
+/// `upgrade validate`'s load: [`load_file`] plus the checks of what only the manifest's
+/// own description of the node contradicts (`target.driver` below the toolkit's
+/// minimum driver). A node's facts replace `target.driver` when a plan probes it, so
+/// `plan` and `apply` do not refuse such a manifest; the resolver explains the
+/// conflict where it applies.
+pub fn validate_file(path: &Path) -> Result<Manifest, ManifestError> {
+    let text = read_text(path)?;
+    load_checked(
+        &text,
+        &path.display().to_string(),
+        Some(&base_dir(path)),
+        true,
+    )
+}
+
 /// Load a manifest from text. `file` names it in diagnostics; `base_dir`, when given,
 /// is where relative patch paths must exist.
 pub fn load_str(
@@ -191,11 +207,22 @@ pub fn load_str(
     file: &str,
     base_dir: Option<&Path>,
 ) -> Result<Manifest, ManifestError> {
+    load_checked(text, file, base_dir, false)
+}
+
+fn load_checked(
+    text: &str,
+    file: &str,
+    base_dir: Option<&Path>,
+    validate: bool,
+) -> Result<Manifest, ManifestError> {
     let mut checker = Checker {
+        validate,
         file: file.to_string(),
         base_dir: base_dir.map(Path::to_path_buf),
         diagnostics: Vec::new(),
         index_spans: HashMap::new(),
+        spans: HashMap::new(),
     };
     let (root, problems) = yaml::parse(text);
     for problem in problems {
@@ -250,6 +277,10 @@ struct Checker {
     diagnostics: Vec<Diagnostic>,
     /// Where each package's `index:` value was written, for the reference check.
     index_spans: HashMap<PackageName, Span>,
+    /// Where keys that later checks compare were written, e.g. `toolkit.version`.
+    spans: HashMap<&'static str, Span>,
+    /// `upgrade validate`: also the checks of the manifest's own node description.
+    validate: bool,
 }
 
 /// The entries of one mapping, consumed key by key; what is left is unknown.
@@ -596,6 +627,7 @@ impl Checker {
         self.finish(fields);
 
         self.check_references(&indexes, &packages);
+        self.check_toolkit_consistency(target.as_ref(), toolkit.as_ref());
         schema?;
         Some(Manifest {
             name: name?,

@@ -9,6 +9,7 @@
 //! {
 //!   "schema": 1,
 //!   "manifest": "sglang-0.5.9-cuda13",
+//!   "manifest_sha256": "3f1c…",
 //!   "assumed": { "python": "3.12", "implementation": "cpython", "glibc": "2.35",
 //!                "arch": "x86_64", "driver": "580.82.07", "gpu_arch": ["sm_90"],
 //!                "toolkit": "13.0.1", "cuda_runtime": "13.0" },
@@ -38,6 +39,11 @@ pub struct Lock {
     pub schema: u32,
     /// The manifest's name, e.g. `sglang-0.5.9-cuda13`.
     pub manifest: String,
+    /// The sha256 of the manifest file it was resolved from: `plan --lock` and
+    /// `apply --lock` refuse the lock for any other manifest (or an edited one). Locks
+    /// written before it was recorded have none and are refused there too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest_sha256: Option<String>,
     /// The node values the resolution assumed (the virtual packages' versions).
     pub assumed: FactsFile,
     /// Every package of the closure, by name.
@@ -164,6 +170,9 @@ impl Lock {
             optional(assumed.toolkit.as_ref().map(ToString::to_string)),
             optional(assumed.cuda_runtime.as_ref().map(ToString::to_string)),
         ));
+        if let Some(sha256) = &self.manifest_sha256 {
+            out.push_str(&format!("# manifest sha256: {sha256}\n"));
+        }
         for finding in &self.findings {
             out.push_str(&format!("# {}: {}\n", finding.kind, finding.message));
         }

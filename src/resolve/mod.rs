@@ -19,6 +19,7 @@ mod evidence;
 mod findings;
 mod live;
 mod lock;
+mod lock_match;
 mod names;
 mod node;
 mod package;
@@ -37,6 +38,7 @@ pub use environment::{FactsFile, Implementation, TargetEnvironment};
 pub use error::ResolveError;
 pub use live::{LiveError, LiveResolution, resolve_live};
 pub use lock::{FindingKind, LOCK_SCHEMA, Lock, LockFinding, LockedPackage, LockedSource};
+pub use lock_match::LockDifference;
 pub use package::{ResolverPackage, VirtualPackage};
 pub use ranges::show_range;
 pub use relax::Relaxation;
@@ -289,6 +291,7 @@ fn lock_from(
     Ok(Lock {
         schema: LOCK_SCHEMA,
         manifest: request.name.clone(),
+        manifest_sha256: None,
         assumed: environment.to_facts(),
         packages,
         findings,

@@ -64,9 +64,11 @@ impl Checker {
             }
             Some(text)
         });
-        let driver = fields
-            .take("driver")
-            .and_then(|n| self.parsed::<DriverVersion>(n, "target.driver"));
+        let driver_node = fields.take("driver");
+        if let Some(n) = driver_node {
+            self.spans.insert("target.driver", n.span);
+        }
+        let driver = driver_node.and_then(|n| self.parsed::<DriverVersion>(n, "target.driver"));
         let gpu_arch = fields
             .take("gpu_arch")
             .map(|n| {

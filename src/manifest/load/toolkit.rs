@@ -15,9 +15,11 @@ impl Checker {
             "provenance",
         ];
         let mut fields = self.fields(node, "toolkit", KEYS)?;
-        let version = self
-            .require(&mut fields, "version")
-            .and_then(|n| self.parsed::<CudaVersion>(n, "toolkit.version"));
+        let version_node = self.require(&mut fields, "version");
+        if let Some(n) = version_node {
+            self.spans.insert("toolkit.version", n.span);
+        }
+        let version = version_node.and_then(|n| self.parsed::<CudaVersion>(n, "toolkit.version"));
         let prefix = self
             .require(&mut fields, "prefix")
             .and_then(|n| self.toolkit_prefix(n));
@@ -41,6 +43,9 @@ impl Checker {
         let source_node = fields.take("source");
         let source = source_node.and_then(|n| self.source(n));
         let package_node = fields.take("package");
+        if let Some(n) = package_node {
+            self.spans.insert("toolkit.package", n.span);
+        }
         let package = package_node.and_then(|n| self.apt_package(n));
         let keep_existing = fields
             .take("keep_existing")
@@ -118,9 +123,11 @@ impl Checker {
     pub(super) fn source(&mut self, node: &Node) -> Option<Source> {
         const KEYS: &[&str] = &["url", "sha256"];
         let mut fields = self.fields(node, "toolkit.source", KEYS)?;
-        let url = self
-            .require(&mut fields, "url")
-            .and_then(|n| self.runfile_url(n));
+        let url_node = self.require(&mut fields, "url");
+        if let Some(n) = url_node {
+            self.spans.insert("toolkit.source.url", n.span);
+        }
+        let url = url_node.and_then(|n| self.runfile_url(n));
         let sha256 = self
             .require(&mut fields, "sha256")
             .and_then(|n| self.parsed::<Sha256>(n, "toolkit.source.sha256"));

@@ -1,0 +1,263 @@
+//! Whether a lock still fits: the node it is installed on (`plan --lock`, `apply
+//! --lock`) and a fresh resolution of its manifest (`lock --check`).
+//!
+//! A lock holds on a node when the node offers what the resolution assumed: the same
+//! interpreter line (markers and wheel tags), the same machine, at least the glibc and
+//! the driver it assumed, only GPU architectures it was resolved for, and the same CUDA
+//! runtime line. A lock matches a fresh resolution when every package is pinned to the
+//! same version, index, file and digest (or git revision).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use super::environment::TargetEnvironment;
+use super::lock::{Lock, LockedPackage, LockedSource};
+use crate::cuda::CudaVersion;
+use crate::index::tags::Glibc;
+
+/// One way a lock differs from a fresh resolution, e.g. `torch` locked `2.9.1+cu130`,
+/// now `2.10.0+cu130`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockDifference {
+    /// A package name, `manifest` (its digest) or `assumed <fact>` (a node value).
+    pub what: String,
+    /// What the lock says; `None` when the lock lacks it (a package added since).
+    pub locked: Option<String>,
+    /// What resolving now says; `None` when it is gone (a package removed since).
+    pub now: Option<String>,
+}
+
+impl std::fmt::Display for LockDifference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let side = |value: &Option<String>| value.clone().unwrap_or_else(|| "(none)".to_string());
+        write!(
+            f,
+            "{}: locked {}, now {}",
+            self.what,
+            side(&self.locked),
+            side(&self.now)
+        )
+    }
+}
+
+/// A package's pin as one comparable line, e.g. `2.9.1+cu130 from pytorch-cu130
+/// (torch-….whl sha256:ab…)`.
+fn pin(package: &LockedPackage) -> String {
+    let extras = if package.extras.is_empty() {
+        String::new()
+    } else {
+        format!("[{}]", package.extras.join(","))
+    };
+    match &package.source {
+        LockedSource::Index {
+            index,
+            file,
+            sha256,
+        } => format!(
+            "{}{extras} from {index} ({file} sha256:{})",
+            package.version,
+            sha256.as_deref().unwrap_or("unknown")
+        ),
+        LockedSource::Git {
+            url,
+            rev,
+            subdirectory,
+        } => format!(
+            "{}{extras} from git {url}@{rev}{}",
+            package.version,
+            subdirectory
+                .as_deref()
+                .map(|dir| format!(" ({dir})"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+impl Lock {
+    /// What differs between this lock and `now`, a fresh resolution of the same
+    /// manifest: its digest, the node values assumed, then each package, by name.
+    pub fn differences(&self, now: &Lock) -> Vec<LockDifference> {
+        let mut out = Vec::new();
+        if self.manifest_sha256 != now.manifest_sha256 {
+            out.push(LockDifference {
+                what: "manifest sha256".to_string(),
+                locked: self.manifest_sha256.clone(),
+                now: now.manifest_sha256.clone(),
+            });
+        }
+        let (locked, fresh) = (
+            serde_json::to_value(&self.assumed).unwrap_or_default(),
+            serde_json::to_value(&now.assumed).unwrap_or_default(),
+        );
+        if let (Some(locked), Some(fresh)) = (locked.as_object(), fresh.as_object()) {
+            for (key, value) in fresh {
+                let before = locked.get(key).cloned().unwrap_or_default();
+                if before != *value {
+                    let shown = |value: &serde_json::Value| match value {
+                        serde_json::Value::Null => None,
+                        serde_json::Value::String(text) => Some(text.clone()),
+                        other => Some(other.to_string()),
+                    };
+                    out.push(LockDifference {
+                        what: format!("assumed {key}"),
+                        locked: shown(&before),
+                        now: shown(value),
+                    });
+                }
+            }
+        }
+        let locked: BTreeMap<&str, String> = self
+            .packages
+            .iter()
+            .map(|package| (package.name.as_str(), pin(package)))
+            .collect();
+        let fresh: BTreeMap<&str, String> = now
+            .packages
+            .iter()
+            .map(|package| (package.name.as_str(), pin(package)))
+            .collect();
+        let names: std::collections::BTreeSet<&str> =
+            locked.keys().chain(fresh.keys()).copied().collect();
+        for name in names {
+            let (before, after) = (locked.get(name), fresh.get(name));
+            if before != after {
+                out.push(LockDifference {
+                    what: name.to_string(),
+                    locked: before.cloned(),
+                    now: after.cloned(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Why this lock does not hold on `node` (the node's values as the resolver sees
+    /// them), one sentence per fact; empty when it holds.
+    pub fn mismatches(&self, node: &TargetEnvironment) -> Vec<String> {
+        let assumed = &self.assumed;
+        let mut out = Vec::new();
+        let (major, minor) = node.python_minor();
+        let locked_python: Vec<u32> = assumed
+            .python
+            .trim()
+            .split('.')
+            .take(2)
+            .map(|part| part.parse().unwrap_or(u32::MAX))
+            .collect();
+        if locked_python != [major, minor] {
+            out.push(format!(
+                "python: the lock was resolved for Python {}, the node's interpreter is {} (markers and wheel tags differ)",
+                assumed.python, node.python
+            ));
+        }
+        if assumed.arch != node.arch {
+            out.push(format!(
+                "arch: the lock was resolved for {}, the node is {}",
+                assumed.arch, node.arch
+            ));
+        }
+        if let Ok(glibc) = Glibc::from_str(&assumed.glibc)
+            && node.glibc < glibc
+        {
+            out.push(format!(
+                "glibc: the lock was resolved for glibc {glibc} (its wheels may need it), the node has {}",
+                node.glibc
+            ));
+        }
+        if let Some(driver) = &assumed.driver {
+            match &node.driver {
+                None => out.push(format!(
+                    "driver: the lock was resolved for NVIDIA driver {driver}, the node has none"
+                )),
+                Some(have) if have < driver => out.push(format!(
+                    "driver: the lock was resolved for NVIDIA driver {driver}, the node has {have}"
+                )),
+                Some(_) => {}
+            }
+        }
+        if !assumed.gpu_arch.is_empty() {
+            let outside: Vec<String> = node
+                .gpu_archs
+                .iter()
+                .filter(|arch| !assumed.gpu_arch.contains(arch))
+                .map(ToString::to_string)
+                .collect();
+            if !outside.is_empty() {
+                out.push(format!(
+                    "gpu_arch: the node's {} {} not among the lock's [{}]",
+                    outside.join(", "),
+                    if outside.len() == 1 { "is" } else { "are" },
+                    assumed
+                        .gpu_arch
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        let runtime = |value: &Option<CudaVersion>| value.as_ref().map(CudaVersion::release);
+        let locked_runtime = runtime(&assumed.cuda_runtime).or_else(|| runtime(&assumed.toolkit));
+        let node_runtime = runtime(&node.cuda_runtime).or_else(|| runtime(&node.toolkit));
+        if let Some(locked) = &locked_runtime
+            && node_runtime.as_ref() != Some(locked)
+        {
+            out.push(format!(
+                "cuda_runtime: the lock was resolved for CUDA {locked}, the node will have {}",
+                node_runtime.map_or_else(|| "none".to_string(), |have| have.to_string())
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resolve::FactsFile;
+
+    fn lock(assumed: &str) -> Lock {
+        Lock {
+            schema: 1,
+            manifest: "m".to_string(),
+            manifest_sha256: Some("aa".to_string()),
+            assumed: serde_json::from_str(assumed).unwrap(),
+            packages: Vec::new(),
+            findings: Vec::new(),
+        }
+    }
+
+    const H200: &str = r#"{"python": "3.12.3", "implementation": "cpython", "glibc": "2.39", "arch": "x86_64", "driver": "580.95.05", "gpu_arch": ["sm_90"], "toolkit": "13.0.1"}"#;
+
+    fn node(text: &str) -> TargetEnvironment {
+        let facts: FactsFile = serde_json::from_str(text).unwrap();
+        TargetEnvironment::from_facts(facts).unwrap()
+    }
+
+    #[test]
+    fn a_lock_holds_on_the_node_it_was_made_for_and_newer_ones() {
+        let locked = lock(
+            r#"{"python": "3.12", "implementation": "cpython", "glibc": "2.35", "arch": "x86_64", "driver": "580.82.07", "gpu_arch": ["sm_90", "sm_100"], "toolkit": "13.0.1"}"#,
+        );
+        assert_eq!(locked.mismatches(&node(H200)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn each_fact_that_does_not_hold_is_named() {
+        let locked = lock(
+            r#"{"python": "3.11", "implementation": "cpython", "glibc": "2.40", "arch": "x86_64", "driver": "590.44.01", "gpu_arch": ["sm_100"], "toolkit": "12.8"}"#,
+        );
+        let found = locked.mismatches(&node(H200)).join("\n");
+        for fact in [
+            "python: the lock was resolved for Python 3.11, the node's interpreter is 3.12.3",
+            "glibc: the lock was resolved for glibc 2.40",
+            "driver: the lock was resolved for NVIDIA driver 590.44.01, the node has 580.95.05",
+            "gpu_arch: the node's sm_90 is not among the lock's [sm_100]",
+            "cuda_runtime: the lock was resolved for CUDA 12.8, the node will have 13.0",
+        ] {
+            assert!(found.contains(fact), "{fact}\n{found}");
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! A lock that is a lock: `plan --lock` and `apply --lock` install exactly a lock
+//! (refused when it was made from another manifest, or does not hold on the node), and
+//! `lock --check` exits 4 when the manifest or the indexes no longer give it.
+//!
+//! See: issue 19 — `lock` wrote a file nothing read: `plan` and `apply` took no lock
+//! and there was no `lock --check`. Each test here failed before.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly at the first surprise"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const H200_FACTS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/facts/h200.facts.json"
+);
+
+fn upgrade(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run upgrade")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
+}
+
+/// A manifest for the H200's venv (`/opt/torch/.venv`) asking for `torch` `spec`.
+fn manifest(dir: &Path, name: &str, spec: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "schema: 1\nname: {name}\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\nindexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"{spec}\"\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A snapshot offering these releases of torch, each hashed.
+fn snapshot(dir: &Path, name: &str, versions: &[&str]) -> PathBuf {
+    let releases: Vec<String> = versions
+        .iter()
+        .enumerate()
+        .map(|(n, version)| {
+            format!(
+                r#"{{"version": "{version}", "requires_dist": [], "files": [{{"filename": "torch-{version}-cp312-cp312-manylinux_2_28_x86_64.whl", "sha256": "{}"}}]}}"#,
+                format!("{n:02x}").repeat(32)
+            )
+        })
+        .collect();
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"schema": 1, "recorded": "2026-12-03", "how": "by hand, for a test",
+  "universe": {{"indexes": [{{"name": "local", "packages": {{"torch": [{}]}}}}]}}}}"#,
+            releases.join(", ")
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// `upgrade lock MANIFEST --facts H200 --snapshot SNAPSHOT --format json -o LOCK`.
+fn write_lock(manifest: &Path, snapshot: &Path, lock: &Path) {
+    let output = upgrade(&[
+        "lock",
+        manifest.to_str().unwrap(),
+        "--facts",
+        H200_FACTS,
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+        "--format",
+        "json",
+        "-o",
+        lock.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+/// The lock records the manifest's digest; `plan --lock` installs exactly the lock,
+/// whatever the snapshot now offers: no resolution.
+#[test]
+fn plan_installs_exactly_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), "m", ">=2.9");
+    let old = snapshot(dir.path(), "old", &["2.9.1"]);
+    let lock = dir.path().join("m.lock.json");
+    write_lock(&manifest, &old, &lock);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert_eq!(
+        json["manifest_sha256"].as_str().unwrap(),
+        hex_sha256(text.as_bytes())
+    );
+    // A newer torch is offered now: resolving picks it, the lock keeps 2.9.1.
+    let new = snapshot(dir.path(), "new", &["2.9.1", "2.10.0"]);
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "plan",
+            manifest.to_str().unwrap(),
+            "--facts",
+            H200_FACTS,
+            "--snapshot",
+            new.to_str().unwrap(),
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let output = upgrade(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let resolved = plan(&[]);
+    // The H200's venv has torch 2.11.0: both are downgrades.
+    assert_eq!(resolved["packages"]["downgrade"][0]["to"], "2.10.0");
+    let locked = plan(&["--lock", lock.to_str().unwrap()]);
+    assert_eq!(
+        locked["packages"]["downgrade"][0],
+        serde_json::json!({"name": "torch", "from": "2.11.0", "to": "2.9.1"}),
+    );
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// A lock made from another manifest, or from this one before an edit, is refused,
+/// naming both digests and the command that refreshes it; so is a lock of an earlier
+/// build that records no digest, and a text lock.
+#[test]
+fn a_lock_of_another_manifest_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), "m", ">=2.9");
+    let old = snapshot(dir.path(), "old", &["2.9.1"]);
+    let lock = dir.path().join("m.lock.json");
+    write_lock(&manifest, &old, &lock);
+    let locked_digest = hex_sha256(&std::fs::read(&manifest).unwrap());
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text.push_str("# edited after locking\n");
+    std::fs::write(&manifest, &text).unwrap();
+    let plan = |lock: &Path| {
+        upgrade(&[
+            "plan",
+            manifest.to_str().unwrap(),
+            "--facts",
+            H200_FACTS,
+            "--lock",
+            lock.to_str().unwrap(),
+        ])
+    };
+    let output = plan(&lock);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let error = stderr(&output);
+    assert!(error.contains(&locked_digest), "{error}");
+    assert!(error.contains(&hex_sha256(text.as_bytes())), "{error}");
+    assert!(error.contains("refresh it: `upgrade lock "), "{error}");
+    // `apply` refuses it the same way, after the probe and before any change.
+    let output = upgrade(&[
+        "apply",
+        manifest.to_str().unwrap(),
+        "--local",
+        "--yes",
+        "--no-verify",
+        "--lock",
+        lock.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("Refusing lock") && stderr(&output).contains(&locked_digest),
+        "{}",
+        stderr(&output)
+    );
+
+    let mut earlier: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+    earlier.as_object_mut().unwrap().remove("manifest_sha256");
+    let earlier_path = dir.path().join("earlier.lock.json");
+    std::fs::write(&earlier_path, earlier.to_string()).unwrap();
+    let output = plan(&earlier_path);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("records no manifest digest"),
+        "{}",
+        stderr(&output)
+    );
+
+    let text_lock = dir.path().join("m.lock");
+    std::fs::write(&text_lock, "# lock of `m` (1 packages)\n").unwrap();
+    let output = plan(&text_lock);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--format json -o FILE"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A lock resolved for another node is refused where it does not hold, naming each
+/// fact: the Python line, the driver, a GPU architecture it was not resolved for.
+#[test]
+fn a_lock_that_does_not_hold_on_the_node_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), "m", ">=2.9");
+    let old = snapshot(dir.path(), "old", &["2.9.1"]);
+    let lock = dir.path().join("m.lock.json");
+    write_lock(&manifest, &old, &lock);
+    let mut facts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(H200_FACTS).unwrap()).unwrap();
+    facts["python"]["version"] = serde_json::json!("3.11.9");
+    facts["driver"]["version"] = serde_json::json!("575.57.08");
+    facts["gpus"][0]["compute_capability"] = serde_json::json!("10.0");
+    let other = dir.path().join("other.facts.json");
+    std::fs::write(&other, facts.to_string()).unwrap();
+    let output = upgrade(&[
+        "plan",
+        manifest.to_str().unwrap(),
+        "--facts",
+        other.to_str().unwrap(),
+        "--lock",
+        lock.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let error = stderr(&output);
+    for fact in [
+        "python: the lock was resolved for Python 3.12.3, the node's interpreter is 3.11.9",
+        "driver: the lock was resolved for NVIDIA driver 580.159.04, the node has 575.57.08",
+        "gpu_arch: the node's sm_100 is not among the lock's [sm_90]",
+    ] {
+        assert!(error.contains(fact), "{fact}\n{error}");
+    }
+}
+
+/// `lock --check` resolves again: 0 while the lock matches, 4 when the indexes offer
+/// another release or the manifest changed, each difference printed (package, locked
+/// vs now).
+#[test]
+fn lock_check_exits_4_when_the_lock_is_out_of_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), "m", ">=2.9");
+    let old = snapshot(dir.path(), "old", &["2.9.1"]);
+    // The default lock file of `--check`: `NAME.lock.json` beside the manifest.
+    let lock = dir.path().join("m.lock.json");
+    write_lock(&manifest, &old, &lock);
+    let check = |snapshot: &Path, extra: &[&str]| {
+        let mut args = vec![
+            "lock",
+            manifest.to_str().unwrap(),
+            "--facts",
+            H200_FACTS,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--check",
+        ];
+        args.extend_from_slice(extra);
+        upgrade(&args)
+    };
+    let output = check(&old, &[]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("matches"), "{}", stdout(&output));
+
+    let new = snapshot(dir.path(), "new", &["2.9.1", "2.10.0"]);
+    let output = check(&new, &[]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(4), "{text}{}", stderr(&output));
+    assert!(
+        text.contains("  torch: locked 2.9.1 from local (torch-2.9.1-cp312"),
+        "{text}"
+    );
+    assert!(text.contains(", now 2.10.0 from local"), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(
+        &check(
+            &new,
+            &["--lock", lock.to_str().unwrap(), "--format", "json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["matches"], false, "{json}");
+    assert_eq!(json["differences"][0]["what"], "torch", "{json}");
+
+    std::fs::write(
+        &manifest,
+        std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace(">=2.9", "==2.9.1"),
+    )
+    .unwrap();
+    let output = check(&old, &[]);
+    assert_eq!(output.status.code(), Some(4));
+    assert!(
+        stdout(&output).contains("manifest sha256: locked "),
+        "{}",
+        stdout(&output)
+    );
+    // A missing lock file is an error (2), not a difference.
+    let output = check(&old, &["--lock", "/nonexistent/m.lock.json"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
