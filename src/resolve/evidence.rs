@@ -13,8 +13,8 @@ use pep440_rs::Version;
 use pep508_rs::PackageName;
 use pubgrub::{DerivationTree, External, Ranges};
 
+use super::cause::Edge;
 pub use super::cause::Tree;
-use super::cause::{Edge, VersionRange};
 use super::environment::TargetEnvironment;
 use super::package::{ResolverPackage, VirtualPackage};
 use super::provider::Provider;
