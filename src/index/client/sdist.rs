@@ -25,7 +25,8 @@ use sha2::Digest;
 
 use super::error::ClientError;
 use super::http::Http;
-use super::{IndexLocation, ProjectFile};
+use super::simple::ProjectFile;
+use super::types::{IndexLocation, redact};
 use crate::index::filename::DistFilename;
 
 /// How long one metadata build may take (a build environment is installed first).
@@ -51,7 +52,7 @@ pub(super) async fn sdist_metadata(
         let actual = hex::encode(sha2::Sha256::digest(&bytes));
         if actual != expected.as_str() {
             return Err(ClientError::HashMismatch {
-                url: super::redact(&file.url),
+                url: redact(&file.url),
                 index: index.name.clone(),
                 expected: expected.to_string(),
                 actual,
