@@ -247,7 +247,7 @@ fn is_static(pkg_info: &[u8]) -> bool {
             _ => {}
         }
     }
-    version.is_some_and(|version| (2, 2) <= version && version < (3, 0)) && !dynamic
+    version.is_some_and(|version| ((2, 2)..(3, 0)).contains(&version)) && !dynamic
 }
 
 /// The metadata pip's build environment prepares for the sdist, as `METADATA` text.
