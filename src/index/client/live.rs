@@ -209,7 +209,9 @@ impl LiveIndex {
 
     /// Read the metadata of `name version` and of the `count - 1` versions listed just
     /// below it, newest first: the resolver walking down a package's versions
-    /// (backtracking) finds the next ones read.
+    /// (backtracking) finds the next ones read. Of the versions below, only those with a
+    /// wheel are read ahead: an sdist-only one may need a metadata build (minutes), which
+    /// only the resolver asking for it is worth.
     pub fn want_releases_from(&self, name: &PackageName, version: &Version, count: usize) {
         let mut state = self.shared.lock();
         let below: Vec<Version> = match state.projects.get(name) {
@@ -218,6 +220,12 @@ impl LiveIndex {
                 .range(..=version.clone())
                 .rev()
                 .take(count)
+                .filter(|(listed, files)| {
+                    *listed == version
+                        || files
+                            .iter()
+                            .any(|file| matches!(file.dist, DistFilename::Wheel(_)))
+                })
                 .map(|(listed, _)| listed.clone())
                 .collect(),
             _ => vec![version.clone()],
