@@ -310,3 +310,55 @@ fn a_release_only_read_ahead_is_not_recorded() {
     ]);
     assert_eq!(offline.stdout, live.stdout);
 }
+
+/// The read-ahead follows the extras a requirement asks for: `app 1.0` needs
+/// `kit[gpu]`, and `kit 1.0` needs `kernel` only under its `gpu` extra. The first run
+/// misses `app`'s page; everything else arrives ahead of the second run, which
+/// resolves (a read-ahead blind to extras leaves `kernel`'s page and metadata for two
+/// more runs).
+#[test]
+fn extras_are_read_ahead() {
+    let server = Server::start();
+    for (name, built) in [
+        ("app", wheel("app", "1.0", &["kit[gpu]"], None, &[], 64)),
+        (
+            "kit",
+            wheel(
+                "kit",
+                "1.0",
+                &["kernel ; extra == 'gpu'"],
+                None,
+                &["gpu"],
+                64,
+            ),
+        ),
+        ("kernel", wheel("kernel", "1.0", &[], None, &[], 64)),
+    ] {
+        serve_wheel(&server, &built, true);
+        server.route(
+            &format!("/simple/{name}/"),
+            Route::ok(
+                "application/vnd.pypi.simple.v1+json",
+                json_page(name, &[(&built, None, true)]),
+            ),
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), &server);
+    let cache = dir.path().join("cache");
+    let output = upgrade(&[
+        "lock",
+        &manifest,
+        "--live",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(pins(&output), ["app==1.0", "kernel==1.0", "kit==1.0"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("3 projects looked up, 3 releases read, 3 visited, 2 runs"),
+        "{stderr}"
+    );
+}

@@ -14,6 +14,10 @@ mod incidents;
 mod brute_force;
 
 #[cfg(test)]
+#[path = "../solver-tests/choice.rs"]
+mod choice;
+
+#[cfg(test)]
 #[path = "../solver-tests/cli.rs"]
 mod cli;
 

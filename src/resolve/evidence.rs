@@ -13,8 +13,8 @@ use pep440_rs::Version;
 use pep508_rs::PackageName;
 use pubgrub::{DerivationTree, External, Ranges};
 
+use super::cause::Edge;
 pub use super::cause::Tree;
-use super::cause::{Edge, VersionRange};
 use super::environment::TargetEnvironment;
 use super::package::{ResolverPackage, VirtualPackage};
 use super::provider::Provider;
@@ -60,8 +60,6 @@ pub struct PackageEvidence {
     pub has_override: bool,
     /// Its git source, when the manifest builds it from git.
     pub git: Option<GitSource>,
-    /// Pre-releases hidden by the pre-release policy, newest first.
-    pub hidden_prereleases: Vec<Version>,
     /// Close project names when no index may serve it, e.g. `torchaudio` for
     /// `torchaudoi`: from the index it is bound to, else from every index.
     pub suggestions: Vec<PackageName>,
@@ -155,7 +153,6 @@ impl<'p> Evidence<'p> {
             explicit_holders: Vec::new(),
             has_override: false,
             git: None,
-            hidden_prereleases: Vec::new(),
             suggestions: Vec::new(),
         };
         self.packages.get(name).unwrap_or(&NOTHING)
@@ -177,14 +174,6 @@ impl PackageEvidence {
         self.explicit_holders
             .iter()
             .map(|(index, _)| index.clone())
-            .collect()
-    }
-
-    /// The pre-releases in `range` hidden by the pre-release policy, newest first.
-    pub fn hidden_in(&self, range: &VersionRange) -> Vec<&Version> {
-        self.hidden_prereleases
-            .iter()
-            .filter(|version| range.contains(version))
             .collect()
     }
 }
@@ -231,7 +220,6 @@ fn package_evidence(provider: &Provider<'_>, name: &PackageName) -> PackageEvide
         explicit_holders,
         has_override: provider.has_override(name),
         git,
-        hidden_prereleases: provider.hidden_prereleases(name, &everything),
         suggestions,
     }
 }

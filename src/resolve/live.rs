@@ -167,6 +167,12 @@ pub fn resolve_live(
         })
         .collect();
     // The roots' pages and newest matching releases, before the first run asks.
+    for requirement in &request.requirements {
+        let requirement = &requirement.requirement;
+        if !requirement.extras.is_empty() && requirement.evaluate_markers(&markers, &[]) {
+            live.want_extras(&requirement.name, &requirement.extras);
+        }
+    }
     live.want_projects(&roots);
 
     let mut universe = Universe {

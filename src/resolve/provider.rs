@@ -72,6 +72,8 @@ struct Candidates<'a> {
     source: PackageSource,
     /// Newest first.
     versions: Vec<Candidate<'a>>,
+    /// Whether pre-releases rank with stable releases; otherwise one is chosen only when
+    /// no stable release is left in the range.
     prereleases_allowed: bool,
 }
 
@@ -372,22 +374,6 @@ impl<'a> Provider<'a> {
     /// The index a package is pinned to in the manifest, e.g. `pytorch-cu130`.
     pub fn index_pin(&self, name: &PackageName) -> Option<&str> {
         self.index_pins.get(name).map(String::as_str)
-    }
-
-    /// Pre-release versions of `name` that were hidden by the pre-release policy.
-    pub fn hidden_prereleases(&self, name: &PackageName, range: &VersionRange) -> Vec<Version> {
-        let candidates = self.candidates(name);
-        if candidates.prereleases_allowed {
-            return Vec::new();
-        }
-        candidates
-            .versions
-            .iter()
-            .filter(|candidate| {
-                candidate.version.any_prerelease() && range.contains(&candidate.version)
-            })
-            .map(|candidate| candidate.version.clone())
-            .collect()
     }
 
     /// Every version of `name` the provider may choose from, newest first, e.g. for
@@ -776,13 +762,17 @@ impl DependencyProvider for Provider<'_> {
                 .virtual_version(virtual_package)
                 .filter(|version| range.contains(version)),
             ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
+                // Stable releases first; a pre-release only when the policy allows them or
+                // no stable release is left in the range (uv's `if-necessary`).
                 let candidates = self.candidates(name);
-                candidates
-                    .within(range)
-                    .find(|candidate| {
-                        candidates.prereleases_allowed || !candidate.version.any_prerelease()
-                    })
-                    .map(|candidate| candidate.version.clone())
+                let mut fallback = None;
+                for candidate in candidates.within(range) {
+                    if candidates.prereleases_allowed || !candidate.version.any_prerelease() {
+                        return Ok(Some(candidate.version.clone()));
+                    }
+                    fallback.get_or_insert(candidate);
+                }
+                fallback.map(|candidate| candidate.version.clone())
             }
         })
     }

@@ -304,11 +304,6 @@ impl Builder<'_, '_> {
                         ));
                     }
                 }
-                if let Some(newest) = known.hidden_in(range).first() {
-                    self.hint(format!(
-                        "`{name}` has pre-releases in that range (e.g. `{newest}`); pre-releases are chosen only when the manifest asks for one, e.g. `{name}>={newest}`"
-                    ));
-                }
             }
         }
     }

@@ -86,8 +86,10 @@ impl PackageSelection {
 /// When pre-releases may be chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PrereleaseMode {
-    /// Only for a package a root requirement names a pre-release for, or whose every
-    /// release is a pre-release (uv's and pip's default).
+    /// For a package a root requirement names a pre-release for, or whose every release
+    /// is a pre-release; for any other package only when no stable release is left in
+    /// the range the resolution asks for, e.g. `flash-attn-4>=4.0.0b18` where every
+    /// release from 4.0.0b18 on is a beta (uv's and pip's default).
     #[default]
     IfNecessaryOrExplicit,
     /// For every package.

@@ -24,7 +24,7 @@ use url::Url;
 
 use super::cache::{Cache, CachedPage};
 use super::error::ClientError;
-use super::{ClientSettings, redact};
+use super::types::{ClientSettings, redact};
 
 /// The longest a streamed download may take in all, e.g. a large wheel on a slow link;
 /// each wait for more data is bounded by the client's timeout.

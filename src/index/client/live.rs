@@ -10,7 +10,10 @@
 //! the fetcher's own runtime run ahead of it, the way the resolver will go: once a
 //! release's metadata is read, the project pages of its dependencies are fetched, and
 //! for each dependency the metadata of the newest version that matches the requirement
-//! (the version the resolver tries first). Requests in flight are bounded by the client.
+//! (the version the resolver tries first), with the extras asked for it: a requirement
+//! such as `flashinfer-python[cu13]` also follows the `extra == "cu13"` requirements of
+//! what is read for `flashinfer-python`, now or later. Requests in flight are bounded by
+//! the client.
 //!
 //! The index policy and the file filters are the explorer's ([`super::explore`]): a
 //! package pinned to an index is looked up only there, any other on the non-explicit
@@ -22,7 +25,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use pep440_rs::{Version, VersionSpecifiers};
-use pep508_rs::PackageName;
+use pep508_rs::{ExtraName, PackageName, Requirement};
 use tokio::runtime::Handle;
 
 use super::explore::{
@@ -129,6 +132,11 @@ struct State {
     /// The first error that stops the run.
     failure: Option<ClientError>,
     releases_read: usize,
+    /// The extras asked for each project so far, e.g. `cu13` for `flashinfer-python`.
+    extras: HashMap<PackageName, Vec<ExtraName>>,
+    /// The requirements of every release read, by project: followed again when an
+    /// extra is asked for that project later.
+    requirements: HashMap<PackageName, Vec<Vec<Requirement>>>,
 }
 
 impl LiveIndex {
@@ -192,9 +200,18 @@ impl LiveIndex {
         }
     }
 
+    /// Read ahead, for `name`, the requirements that `extras` bring as well, e.g.
+    /// `cu13` for the root requirement `flashinfer-python[cu13]`.
+    pub fn want_extras(&self, name: &PackageName, extras: &[ExtraName]) {
+        let mut state = self.shared.lock();
+        self.shared.want_extras(&mut state, name, extras);
+    }
+
     /// Read the metadata of `name version` and of the `count - 1` versions listed just
     /// below it, newest first: the resolver walking down a package's versions
-    /// (backtracking) finds the next ones read.
+    /// (backtracking) finds the next ones read. Of the versions below, only those with a
+    /// wheel are read ahead: an sdist-only one may need a metadata build (minutes), which
+    /// only the resolver asking for it is worth.
     pub fn want_releases_from(&self, name: &PackageName, version: &Version, count: usize) {
         let mut state = self.shared.lock();
         let below: Vec<Version> = match state.projects.get(name) {
@@ -203,6 +220,12 @@ impl LiveIndex {
                 .range(..=version.clone())
                 .rev()
                 .take(count)
+                .filter(|(listed, files)| {
+                    *listed == version
+                        || files
+                            .iter()
+                            .any(|file| matches!(file.dist, DistFilename::Wheel(_)))
+                })
                 .map(|(listed, _)| listed.clone())
                 .collect(),
             _ => vec![version.clone()],
@@ -357,6 +380,47 @@ impl Shared {
         });
     }
 
+    /// Note the `extras` asked for `name`; a new one has the requirements of the
+    /// releases of `name` already read followed again.
+    fn want_extras(self: &Arc<Self>, state: &mut State, name: &PackageName, extras: &[ExtraName]) {
+        let known = state.extras.entry(name.clone()).or_default();
+        let before = known.len();
+        for extra in extras {
+            if !known.contains(extra) {
+                known.push(extra.clone());
+            }
+        }
+        if known.len() == before {
+            return;
+        }
+        let read = state.requirements.get(name).cloned().unwrap_or_default();
+        for requirements in read {
+            self.follow(state, name, &requirements);
+        }
+    }
+
+    /// Read ahead the requirements of a release of `name` that apply on the target with
+    /// the extras asked for `name`, with their own extras.
+    fn follow(
+        self: &Arc<Self>,
+        state: &mut State,
+        name: &PackageName,
+        requirements: &[Requirement],
+    ) {
+        let extras = state.extras.get(name).cloned().unwrap_or_default();
+        for requirement in requirements {
+            if !requirement.evaluate_markers(&self.settings.markers, &extras) {
+                continue;
+            }
+            if !requirement.extras.is_empty() {
+                self.want_extras(state, &requirement.name, &requirement.extras);
+            }
+            if let Some(specifiers) = specifiers_of(requirement) {
+                self.read_ahead(state, requirement.name.clone(), specifiers);
+            }
+        }
+    }
+
     /// Record a project's listing, then read ahead what was wished for it.
     fn answer_project(
         self: &Arc<Self>,
@@ -453,25 +517,18 @@ impl Shared {
             state.releases.insert((name.clone(), version.clone()), true);
             match outcome {
                 Ok(release) => {
-                    let follow: Vec<(PackageName, VersionSpecifiers)> = release
-                        .requires_dist
-                        .iter()
-                        .filter(|requirement| {
-                            requirement.evaluate_markers(&shared.settings.markers, &[])
-                        })
-                        .filter_map(|requirement| {
-                            specifiers_of(requirement)
-                                .map(|specifiers| (requirement.name.clone(), specifiers))
-                        })
-                        .collect();
+                    let requirements = release.requires_dist.clone();
+                    state
+                        .requirements
+                        .entry(name.clone())
+                        .or_default()
+                        .push(requirements.clone());
                     state.events.push(LiveEvent::Read {
-                        name,
+                        name: name.clone(),
                         index,
                         release,
                     });
-                    for (dependency, specifiers) in follow {
-                        shared.read_ahead(&mut state, dependency, specifiers);
-                    }
+                    shared.follow(&mut state, &name, &requirements);
                 }
                 Err(
                     error @ (ClientError::Metadata { .. }

@@ -1,11 +1,18 @@
-//! The metadata of a release that offers only an sdist, as pip and uv find it: the
-//! sdist's `PKG-INFO` when PEP 643 says its dependency fields are static
-//! (`Metadata-Version` 2.2 or later, neither `Requires-Dist` nor `Requires-Python`
-//! marked `Dynamic`), else the metadata its build backend prepares in an isolated build
+//! The metadata of a release that offers only an sdist, as uv finds it: the sdist's
+//! `PKG-INFO` when PEP 643 says its dependency fields are static (`Metadata-Version`
+//! 2.2 or later, below 3, and none of `Requires-Dist`, `Requires-Python`,
+//! `Provides-Extra` marked `Dynamic`), else the metadata its build backend prepares in an isolated build
 //! environment (`pip install --dry-run --no-deps --report`, which runs the backend's
 //! `prepare_metadata_for_build_wheel` in a fresh environment with the sdist's build
 //! requirements). The sdist is downloaded once and checked against its sha256; what is
 //! read or built is cached by that digest like any metadata file.
+//!
+//! `Dynamic` values are matched as uv (0.13) matches them, in the spelling of the core
+//! metadata specification (`Requires-Dist`): setuptools writes `Dynamic: requires-dist`
+//! for every `setup.py` project, and uv reads those `PKG-INFO` files as static rather
+//! than building each one (astral-sh/uv#18667 keeps that trade-off open). `flash-attn`
+//! is such a project: its `setup.py` imports torch, so an isolated build fails, and
+//! uv's answer comes from `PKG-INFO` (`torch`, `einops`).
 //!
 //! It does not decide whether an sdist may be installed (the resolver's `no_build`) and
 //! never builds a wheel: the node builds it, and the lock says so.
@@ -18,7 +25,8 @@ use sha2::Digest;
 
 use super::error::ClientError;
 use super::http::Http;
-use super::{IndexLocation, ProjectFile};
+use super::simple::ProjectFile;
+use super::types::{IndexLocation, redact};
 use crate::index::filename::DistFilename;
 
 /// How long one metadata build may take (a build environment is installed first).
@@ -44,7 +52,7 @@ pub(super) async fn sdist_metadata(
         let actual = hex::encode(sha2::Sha256::digest(&bytes));
         if actual != expected.as_str() {
             return Err(ClientError::HashMismatch {
-                url: super::redact(&file.url),
+                url: redact(&file.url),
                 index: index.name.clone(),
                 expected: expected.to_string(),
                 actual,
@@ -210,7 +218,8 @@ fn pax_path(data: &[u8]) -> Option<String> {
     })
 }
 
-/// PEP 643: `Metadata-Version` 2.2 or later and neither dependency field dynamic.
+/// PEP 643: `Metadata-Version` 2.2 or later (below 3) and no dependency field dynamic,
+/// `Dynamic` values matched in the specification's spelling, as uv matches them.
 fn is_static(pkg_info: &[u8]) -> bool {
     let text = String::from_utf8_lossy(pkg_info);
     let mut version: Option<(u32, u32)> = None;
@@ -230,13 +239,15 @@ fn is_static(pkg_info: &[u8]) -> bool {
                     .and_then(|(major, minor)| Some((major.parse().ok()?, minor.parse().ok()?)));
             }
             "dynamic" => {
-                let field = value.to_ascii_lowercase();
-                dynamic |= field == "requires-dist" || field == "requires-python";
+                dynamic |= matches!(
+                    value,
+                    "Requires-Dist" | "Requires-Python" | "Provides-Extra"
+                );
             }
             _ => {}
         }
     }
-    version.is_some_and(|version| version >= (2, 2)) && !dynamic
+    version.is_some_and(|version| ((2, 2)..(3, 0)).contains(&version)) && !dynamic
 }
 
 /// The metadata pip's build environment prepares for the sdist, as `METADATA` text.
@@ -420,11 +431,19 @@ mod tests {
         ));
         assert!(is_static(b"Metadata-Version: 2.4\nName: a\n"));
         assert!(!is_static(
-            b"Metadata-Version: 2.4\nDynamic: requires-dist\n"
+            b"Metadata-Version: 2.4\nDynamic: Requires-Dist\n"
         ));
         assert!(!is_static(
             b"Metadata-Version: 2.3\nDynamic: Requires-Python\n"
         ));
+        assert!(!is_static(
+            b"Metadata-Version: 2.2\nDynamic: Provides-Extra\n"
+        ));
+        // setuptools' spelling, e.g. flash-attn 2.8.3.post2's `PKG-INFO`: static to uv.
+        assert!(is_static(
+            b"Metadata-Version: 2.4\nName: flash_attn\nRequires-Dist: torch\nDynamic: requires-dist\nDynamic: requires-python\n"
+        ));
+        assert!(!is_static(b"Metadata-Version: 3.0\nName: a\n"));
         assert!(!is_static(b"Metadata-Version: 2.1\nName: a\n"));
         assert!(!is_static(b"Name: a\n"));
     }

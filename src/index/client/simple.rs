@@ -47,7 +47,7 @@ pub struct ProjectFile {
     /// The parsed file name.
     pub dist: DistFilename,
     /// Where to download it (fragment removed). May carry the index's credentials:
-    /// render it only through [`super::redact`].
+    /// render it only through [`super::types::redact`].
     pub url: Url,
     /// The file's sha256, e.g. from `#sha256=…`.
     pub sha256: Option<Sha256>,
