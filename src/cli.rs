@@ -43,6 +43,8 @@ pub enum Command {
     Rollback(RollbackArgs),
     /// Check native extensions against the libraries they load: every undefined symbol another package of the environment should provide must be exported by it (symbol versions honoured). Exit 1 with a report when one is missing.
     AbiCheck(AbiCheckArgs),
+    /// Export a lock for other installers: pip's requirements file with `--hash=sha256:` lines (`pip install --require-hashes -r`, `pip download`) or PEP 751's `pylock.toml`.
+    Export(ExportArgs),
     /// Print a shell completion script: `upgrade completion bash > /etc/bash_completion.d/upgrade`.
     Completion(CompletionArgs),
     /// Print the manifest's JSON Schema (also `manifests/schema.json`), for editors: `# yaml-language-server: $schema=…`.
@@ -444,6 +446,37 @@ pub enum LockFormat {
     Text,
     /// The lock as JSON (`schema: 1`).
     Json,
+}
+
+/// `upgrade export LOCK --manifest MANIFEST --format requirements-txt|pylock [-o FILE]`
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A lock written by `upgrade lock --format json`, e.g. `node0.lock.json`.
+    #[arg(value_name = "LOCK")]
+    pub lock: PathBuf,
+    /// The manifest the lock was made from: it names the indexes' URLs (an index
+    /// without one is the index pip is configured with).
+    #[arg(long, value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// What to write.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Write here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// With `--format pylock`: how the indexes' project pages are read for the files'
+    /// URLs (the lock records names and hashes, not URLs).
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+/// Formats of `export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// pip's requirements file in hash-checking mode, grouped by index; offline.
+    RequirementsTxt,
+    /// PEP 751 `pylock.toml` (`uv pip install -r pylock.toml`); reads the project pages.
+    Pylock,
 }
 
 /// `upgrade validate MANIFEST...`

@@ -44,6 +44,18 @@ impl Printer {
         stdout.flush()
     }
 
+    /// Write `text` to the file `path` (replaced whole: a temporary file beside it, then
+    /// renamed), or to stdout when `path` is `None` (`-o FILE` of the verbs).
+    pub fn out_to(&mut self, path: Option<&std::path::Path>, text: &str) -> std::io::Result<()> {
+        let Some(path) = path else {
+            return self.out(text);
+        };
+        let mut temporary = path.as_os_str().to_owned();
+        temporary.push(".tmp");
+        fs_err::write(&temporary, text)?;
+        fs_err::rename(&temporary, path)
+    }
+
     /// Write `text` to stderr as is.
     pub fn err(&mut self, text: &str) -> std::io::Result<()> {
         self.reporter.done();

@@ -9,8 +9,6 @@
 //! Prints or writes the lock; exits 3 with the conflict report when the
 //! manifest cannot be resolved (short; `--verbose` prints all of it).
 
-use std::path::Path;
-
 use crate::cli::{LockArgs, LockFormat};
 use crate::commands::{CommandError, ExitStatus};
 use crate::converge::{self, ConvergeError};
@@ -68,10 +66,9 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             text
         }
     };
-    match &args.output {
-        Some(path) => write_atomically(path, &text)?,
-        None => printer.out(&text).map_err(CommandError::Output)?,
-    }
+    printer
+        .out_to(args.output.as_deref(), &text)
+        .map_err(CommandError::Output)?;
     Ok(ExitStatus::Success)
 }
 
@@ -109,11 +106,4 @@ fn resolve_offline(
         environment,
         rules,
     ))
-}
-
-fn write_atomically(path: &Path, text: &str) -> Result<(), CommandError> {
-    let temporary = path.with_extension("lock.tmp");
-    fs_err::write(&temporary, text).map_err(CommandError::Output)?;
-    fs_err::rename(&temporary, path).map_err(CommandError::Output)?;
-    Ok(())
 }
