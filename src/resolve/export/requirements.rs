@@ -55,7 +55,10 @@ pub fn requirements_txt(lock: &Lock, indexes: &[ExportIndex]) -> Result<String, 
     );
     out.push_str("# Install with: pip install --no-deps --require-hashes -r THIS_FILE\n");
     let mut variables = Vec::new();
-    for index in &used {
+    // `--index-url` first: pip replaces the whole list of indexes when it reads one.
+    let mut ordered = used.clone();
+    ordered.sort_by_key(|index| primary != Some(index.name.as_str()));
+    for index in &ordered {
         let Some(url) = &index.url else {
             out.push_str(&format!(
                 "# index `{}`: the index pip is configured with\n",
