@@ -4,18 +4,19 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{CommandFactory, FromArgMatches};
-use cuda_upgrade::cli::{ApplyFormat, Cli, Command, PlanFormat};
+use clap::FromArgMatches;
+use cuda_upgrade::cli::{self, ApplyFormat, Cli, ColorChoice, Command, PlanFormat};
 use cuda_upgrade::commands::{self, CommandError, ExitStatus};
 use cuda_upgrade::exec::Reporter;
-use cuda_upgrade::printer::Printer;
-use cuda_upgrade::report;
+use cuda_upgrade::printer::{Printer, Verbosity};
+use cuda_upgrade::{report, settings};
 
 fn main() -> ExitCode {
     // `--version` names the embedded snapshot and rules (`-V` stays short).
-    let parsed = Cli::command()
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let parsed = cli::command_for(args.get(1..).unwrap_or_default())
         .long_version(commands::long_version())
-        .try_get_matches()
+        .try_get_matches_from(&args)
         .and_then(|matches| Cli::from_arg_matches(&matches));
     let cli = match parsed {
         Ok(cli) => cli,
@@ -30,11 +31,23 @@ fn main() -> ExitCode {
             return status.into();
         }
     };
-    let mut printer = if std::io::stderr().is_terminal() {
+    let verbosity = match (cli.quiet, cli.verbose) {
+        (true, _) => Verbosity::Quiet,
+        (false, true) => Verbosity::Verbose,
+        (false, false) => Verbosity::Normal,
+    };
+    let terminal = std::io::stderr().is_terminal();
+    let color = match cli.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => settings::auto_color(terminal),
+    };
+    let printer = if terminal && verbosity != Verbosity::Quiet {
         Printer::with_reporter(Box::new(Spinner::new()))
     } else {
         Printer::new()
     };
+    let mut printer = printer.configured(verbosity, color);
     // `plan --detailed-exitcode` keeps 2 for "changes": every error exits 1.
     let detailed = matches!(&cli.command, Command::Plan(args) if args.detailed_exitcode);
     // `plan` and `status` with `--format json` print an object on stdout even on failure.
@@ -43,7 +56,8 @@ fn main() -> ExitCode {
     match commands::run(cli, &mut printer) {
         Ok(status) => status.into(),
         Err(error) => {
-            let _ = printer.err(&format!("error: {}\n", report::error_chain(&error)));
+            let error = error.verbose(printer.verbose());
+            let _ = printer.error(&report::error_chain(&error));
             let status = if detailed {
                 ExitStatus::Failure
             } else {

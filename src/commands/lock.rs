@@ -52,7 +52,7 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             return Err(CommandError::Unresolvable {
                 manifest,
                 report,
-                verbose: args.verbose,
+                verbose: printer.verbose(),
             });
         }
         Err(other) => return Err(other.into()),

@@ -34,7 +34,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     };
     let live = super::live_options(&args.live)?;
     let lock = converge::lock(&prepared, &facts, args.snapshot.as_deref(), live.as_ref())
-        .map_err(|error| CommandError::from(error).verbose(args.verbose))?;
+        .map_err(|error| CommandError::from(error).verbose(printer.verbose()))?;
     let urls = converge::index_urls(&prepared.manifest)?;
     let node_choice = match &args.facts {
         Some(path) => NodeChoice::Facts(path),
@@ -105,7 +105,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     }
     let text = match args.format {
         PlanFormat::Text => {
-            let mut text = plan::text(&node_plan, args.verbose);
+            let mut text = plan::text(&node_plan, printer.verbose());
             if let Some(check) = &wheel_check {
                 text.push_str(&check.text());
             }
