@@ -17,6 +17,7 @@ mod node;
 mod plan;
 mod probe;
 mod rollback;
+mod settings;
 mod status;
 mod validate;
 mod verify;
@@ -24,35 +25,9 @@ mod verify;
 use crate::cli::{Cli, Command};
 use crate::printer::Printer;
 
-pub use error::{CommandError, ExitStatus};
-
-/// The live resolution `--live` asks for, from its flags; `None` without `--live`.
-fn live_options(
-    args: &crate::cli::LiveArgs,
-) -> Result<Option<crate::converge::LiveOptions>, CommandError> {
-    if !args.live {
-        return Ok(None);
-    }
-    let mut client = index::client_settings(&args.network)?;
-    // The pip that tells the default index also prepares an sdist's metadata.
-    client.build_python = args.pip_python.clone();
-    Ok(Some(crate::converge::LiveOptions {
-        client,
-        python: args.pip_python.clone(),
-        max_projects: args.max_projects,
-        max_releases: args.max_releases,
-    }))
-}
-
 pub use completion::long_version;
-
-/// A runtime for the verbs that talk to nodes or indexes.
-fn runtime() -> Result<tokio::runtime::Runtime, CommandError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(CommandError::Runtime)
-}
+pub use error::{CommandError, ExitStatus};
+use settings::{live_options, runtime};
 
 /// Run the verb named on the command line.
 pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
