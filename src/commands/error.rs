@@ -113,7 +113,7 @@ pub enum CommandError {
     },
     /// A lock could not be exported.
     #[error(transparent)]
-    Export(#[from] crate::resolve::export::ExportError),
+    Export(Box<crate::resolve::export::ExportError>),
     /// A saved plan file could not be read.
     #[error("Failed to read plan `{}`: {message}", path.display())]
     PlanFile {
@@ -165,6 +165,12 @@ impl From<ResolveError> for CommandError {
             },
             other => Self::Resolve(other),
         }
+    }
+}
+
+impl From<crate::resolve::export::ExportError> for CommandError {
+    fn from(error: crate::resolve::export::ExportError) -> Self {
+        Self::Export(Box::new(error))
     }
 }
 
@@ -225,10 +231,6 @@ impl CommandError {
             | Self::Plan(_)
             | Self::PlanFile { .. }
             | Self::LockFile { .. }
-            | Self::Export(
-                crate::resolve::export::ExportError::MissingHash { .. }
-                | crate::resolve::export::ExportError::UnknownIndex { .. },
-            )
             | Self::Inventory(_)
             | Self::Refused(_)
             | Self::NoVerify { .. }
@@ -239,6 +241,15 @@ impl CommandError {
                 | crate::abi::AbiError::Wheel { .. },
             ) => ExitStatus::InvalidInput,
             Self::Abi(_) => ExitStatus::Failure,
+            Self::Export(error)
+                if matches!(
+                    **error,
+                    crate::resolve::export::ExportError::MissingHash { .. }
+                        | crate::resolve::export::ExportError::UnknownIndex { .. }
+                ) =>
+            {
+                ExitStatus::InvalidInput
+            }
             Self::NotConfirmed => ExitStatus::InvalidInput,
             Self::Live(error)
                 if matches!(

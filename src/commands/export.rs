@@ -32,7 +32,7 @@ pub fn run(args: &ExportArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
             let index_urls = converge::index_urls(&manifest)?;
             let settings = super::index::client_settings(&args.network)?;
             let client = crate::index::client::IndexClient::new(settings)
-                .map_err(|source| CommandError::Export(export::ExportError::ClientSetup(source)))?;
+                .map_err(|error| export::ExportError::ClientSetup(Box::new(error)))?;
             let urls = runtime()?.block_on(export::file_urls(&client, &lock, &index_urls))?;
             export::pylock(&lock, &urls)?
         }

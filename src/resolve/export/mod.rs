@@ -94,7 +94,7 @@ pub enum ExportError {
     },
     /// The index client could not start.
     #[error("Failed to start the index client")]
-    ClientSetup(#[source] crate::index::client::ClientError),
+    ClientSetup(#[source] Box<crate::index::client::ClientError>),
     /// An index could not be read.
     #[error("Failed to read the files of `{package}` from index `{index}`")]
     Client {
@@ -104,7 +104,7 @@ pub enum ExportError {
         index: String,
         /// Why.
         #[source]
-        source: crate::index::client::ClientError,
+        source: Box<crate::index::client::ClientError>,
     },
 }
 

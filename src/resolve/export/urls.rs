@@ -35,7 +35,7 @@ pub async fn file_urls(
         let client_error = |source| ExportError::Client {
             package: locked.name.clone(),
             index: package.index.to_string(),
-            source,
+            source: Box::new(source),
         };
         let url = index_urls
             .get(package.index)
