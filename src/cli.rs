@@ -16,6 +16,72 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Print only errors and the result: no progress, no notes on stderr.
+    #[arg(short = 'q', long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more: every package a plan changes (not the first 20), and, when a
+    /// manifest cannot be resolved, every fact of every conflict and every interval of
+    /// every range (the default report is short).
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
+    /// When to colour the output: `auto` colours a terminal unless `NO_COLOR` is set
+    /// (`CLICOLOR_FORCE` colours even a pipe).
+    #[arg(long, value_name = "WHEN", value_enum, global = true, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// The command line's definition for these arguments (without the program name):
+/// `UPGRADE_INVENTORY` stands for `-i` only where no `--local` or `--host` names the
+/// node (a variable set for the fleet must not make `--local` a conflict), and clap's
+/// help and usage errors take their colours from `--color`.
+pub fn command_for(args: &[std::ffi::OsString]) -> clap::Command {
+    let mut color = clap::ColorChoice::Auto;
+    let mut names_node = false;
+    let mut words = args.iter().map(|arg| arg.to_str());
+    while let Some(word) = words.next() {
+        let value = match word {
+            Some("--") => break,
+            Some("--local" | "--host") => {
+                names_node = true;
+                continue;
+            }
+            Some("--color") => words.next().flatten(),
+            Some(text) if text.starts_with("--host=") => {
+                names_node = true;
+                continue;
+            }
+            Some(text) => match text.strip_prefix("--color=") {
+                Some(value) => Some(value),
+                None => continue,
+            },
+            None => continue,
+        };
+        color = match value {
+            Some("always") => clap::ColorChoice::Always,
+            Some("never") => clap::ColorChoice::Never,
+            _ => clap::ColorChoice::Auto,
+        };
+    }
+    let mut command = <Cli as clap::CommandFactory>::command().color(color);
+    if names_node {
+        for verb in ["apply", "status", "rollback"] {
+            command = command.mut_subcommand(verb, |sub| {
+                sub.mut_arg("inventory", |arg| arg.env(None::<&str>))
+            });
+        }
+    }
+    command
+}
+
+/// When to colour the output (`--color`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set; `CLICOLOR_FORCE` forces it.
+    Auto,
+    /// Always, even into a pipe or a file.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// The verbs.
@@ -43,6 +109,8 @@ pub enum Command {
     Rollback(RollbackArgs),
     /// Check native extensions against the libraries they load: every undefined symbol another package of the environment should provide must be exported by it (symbol versions honoured). Exit 1 with a report when one is missing.
     AbiCheck(AbiCheckArgs),
+    /// Export a lock for other installers: pip's requirements file with `--hash=sha256:` lines (`pip install --require-hashes -r`, `pip download`) or PEP 751's `pylock.toml`.
+    Export(ExportArgs),
     /// Print a shell completion script: `upgrade completion bash > /etc/bash_completion.d/upgrade`.
     Completion(CompletionArgs),
     /// Print the manifest's JSON Schema (also `manifests/schema.json`), for editors: `# yaml-language-server: $schema=…`.
@@ -244,12 +312,6 @@ pub struct PlanArgs {
     /// a blocked step (Terraform's `-detailed-exitcode`, for CI).
     #[arg(long)]
     pub detailed_exitcode: bool,
-    /// Everything: every package the plan installs, upgrades, downgrades and removes
-    /// (downgrades and removals are always listed, the first 20 of each without it), and,
-    /// when the manifest cannot be resolved, every fact of every conflict and every
-    /// interval of every range (the default report is short).
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,
@@ -269,7 +331,7 @@ pub enum PlanFormat {
 pub struct FleetArgs {
     /// An inventory: the project's YAML (Ansible's YAML inventory format) or an Ansible
     /// INI inventory, read unchanged. Host names may be `ssh_config` aliases.
-    #[arg(short = 'i', long, value_name = "FILE")]
+    #[arg(short = 'i', long, value_name = "FILE", env = crate::settings::env::UPGRADE_INVENTORY)]
     pub inventory: Option<PathBuf>,
     /// Only these hosts or groups, as Ansible's `--limit`: `node1,node2`, `gpu`,
     /// `node*`, `gpu:!node7`, `gpu:&rack1`, `~node[0-3]$`.
@@ -467,10 +529,6 @@ pub struct LockArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = LockFormat::Text)]
     pub format: LockFormat,
-    /// When the manifest cannot be resolved, print every fact of every conflict and every
-    /// interval of every range (the default report is short).
-    #[arg(short = 'v', long)]
-    pub verbose: bool,
 }
 
 /// Output of `lock`.
@@ -480,6 +538,37 @@ pub enum LockFormat {
     Text,
     /// The lock as JSON (`schema: 1`).
     Json,
+}
+
+/// `upgrade export LOCK --manifest MANIFEST --format requirements-txt|pylock [-o FILE]`
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A lock written by `upgrade lock --format json`, e.g. `node0.lock.json`.
+    #[arg(value_name = "LOCK")]
+    pub lock: PathBuf,
+    /// The manifest the lock was made from: it names the indexes' URLs (an index
+    /// without one is the index pip is configured with).
+    #[arg(long, value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// What to write.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Write here instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// With `--format pylock`: how the indexes' project pages are read for the files'
+    /// URLs (the lock records names and hashes, not URLs).
+    #[command(flatten)]
+    pub network: NetworkArgs,
+}
+
+/// Formats of `export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// pip's requirements file in hash-checking mode, grouped by index; offline.
+    RequirementsTxt,
+    /// PEP 751 `pylock.toml` (`uv pip install -r pylock.toml`); reads the project pages.
+    Pylock,
 }
 
 /// `upgrade validate MANIFEST...`

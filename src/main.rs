@@ -4,21 +4,22 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::FromArgMatches;
 use cuda_upgrade::cli::{
-    ApplyFormat, Cli, Command, DiffFormat, FactsFormat, IndexCommand, IndexFormat, LockFormat,
-    PlanFormat, ValidateFormat,
+    self, ApplyFormat, Cli, ColorChoice, Command, DiffFormat, FactsFormat, IndexCommand,
+    IndexFormat, LockFormat, PlanFormat, ValidateFormat,
 };
 use cuda_upgrade::commands::{self, CommandError, ExitStatus};
 use cuda_upgrade::exec::Reporter;
-use cuda_upgrade::printer::Printer;
-use cuda_upgrade::report;
+use cuda_upgrade::printer::{Printer, Verbosity};
+use cuda_upgrade::{report, settings};
 
 fn main() -> ExitCode {
     // `--version` names the embedded snapshot and rules (`-V` stays short).
-    let parsed = Cli::command()
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let parsed = cli::command_for(args.get(1..).unwrap_or_default())
         .long_version(commands::long_version())
-        .try_get_matches()
+        .try_get_matches_from(&args)
         .and_then(|matches| Cli::from_arg_matches(&matches));
     let cli = match parsed {
         Ok(cli) => cli,
@@ -54,11 +55,23 @@ fn main() -> ExitCode {
             return status.into();
         }
     };
-    let mut printer = if std::io::stderr().is_terminal() {
+    let verbosity = match (cli.quiet, cli.verbose) {
+        (true, _) => Verbosity::Quiet,
+        (false, true) => Verbosity::Verbose,
+        (false, false) => Verbosity::Normal,
+    };
+    let terminal = std::io::stderr().is_terminal();
+    let color = match cli.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => settings::auto_color(terminal),
+    };
+    let printer = if terminal && verbosity != Verbosity::Quiet {
         Printer::with_reporter(Box::new(Spinner::new()))
     } else {
         Printer::new()
     };
+    let mut printer = printer.configured(verbosity, color);
     // `plan --detailed-exitcode` keeps 2 for "changes": every error exits 1.
     let detailed = matches!(&cli.command, Command::Plan(args) if args.detailed_exitcode);
     // Every verb asked for `--format json` prints an object on stdout even on failure.
@@ -66,7 +79,8 @@ fn main() -> ExitCode {
     match commands::run(cli, &mut printer) {
         Ok(status) => status.into(),
         Err(error) => {
-            let _ = printer.err(&format!("error: {}\n", report::error_chain(&error)));
+            let error = error.verbose(printer.verbose());
+            let _ = printer.error(&report::error_chain(&error));
             let status = if detailed {
                 ExitStatus::Failure
             } else {
@@ -96,7 +110,11 @@ fn wants_json(command: &Command) -> bool {
         Command::Index(IndexCommand::Snapshot(args)) => args.format == IndexFormat::Json,
         Command::Index(IndexCommand::Hash(args)) => args.format == IndexFormat::Json,
         Command::Index(IndexCommand::DefaultUrl(args)) => args.format == IndexFormat::Json,
-        Command::Init(_) | Command::Completion(_) | Command::Schema | Command::Man => false,
+        Command::Init(_)
+        | Command::Export(_)
+        | Command::Completion(_)
+        | Command::Schema
+        | Command::Man => false,
     }
 }
 

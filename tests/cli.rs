@@ -612,3 +612,146 @@ fn snapshot_and_ssh_config_come_from_the_environment() {
         stderr(&output)
     );
 }
+
+fn upgrade_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
+    command
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .env_remove("UPGRADE_INVENTORY")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("run upgrade")
+}
+
+/// See: issue 20: `-q` keeps only errors and the result, `-v` is one flag for every
+/// verb, before or after it.
+#[test]
+fn quiet_and_verbose_mean_the_same_for_every_verb() {
+    let dir = tempfile::tempdir().unwrap();
+    let facts = "tests/fixtures/facts/h200.facts.json";
+    let written = dir.path().join("node.yaml");
+    let written = written.to_str().unwrap();
+    let normal = upgrade_with(&["init", "--facts", facts, "-o", written], &[]);
+    assert_eq!(normal.status.code(), Some(0), "{}", stderr(&normal));
+    assert!(stderr(&normal).starts_with("wrote "), "{}", stderr(&normal));
+    let quiet = upgrade_with(
+        &["-q", "init", "--facts", facts, "-o", written, "--force"],
+        &[],
+    );
+    assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
+    assert_eq!(stderr(&quiet), "", "-q: no notes");
+    // An error is still said with `-q`, after the verb too.
+    let failed = upgrade_with(
+        &["plan", "/nonexistent/m.yaml", "--facts", facts, "-q"],
+        &[],
+    );
+    assert_eq!(failed.status.code(), Some(2));
+    assert!(
+        stderr(&failed).starts_with("error: "),
+        "{}",
+        stderr(&failed)
+    );
+    let both = upgrade_with(
+        &["-q", "-v", "validate", "manifests/sglang-0.5.9-cu130.yaml"],
+        &[],
+    );
+    assert_eq!(both.status.code(), Some(2), "{}", stderr(&both));
+
+    let plan = [
+        "plan",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "--facts",
+        facts,
+    ];
+    let short = stdout(&upgrade_with(&plan, &[]));
+    let before = stdout(&upgrade_with(&[&["-v"], &plan[..]].concat(), &[]));
+    let after = stdout(&upgrade_with(&[&plan[..], &["--verbose"]].concat(), &[]));
+    assert_eq!(before, after);
+    assert!(
+        before.lines().count() > short.lines().count() + 100,
+        "-v lists every package:\n{before}"
+    );
+}
+
+/// See: issue 20: `--color auto|always|never`, `NO_COLOR` and `CLICOLOR_FORCE`, for
+/// the tool's own `error:` and for clap's usage errors alike.
+#[test]
+fn color_follows_the_flag_and_the_environment() {
+    const RED: &str = "\u{1b}[1;31merror:\u{1b}[0m ";
+    let failing = ["plan", "/nonexistent/m.yaml", "--facts", "x.json"];
+    let colored = |args: &[&str], env: &[(&str, &str)]| {
+        let text = stderr(&upgrade_with(args, env));
+        assert!(text.contains("error:"), "{text}");
+        text.contains('\u{1b}')
+    };
+    // Into a pipe, `auto` is plain unless forced.
+    assert!(!colored(&failing, &[]));
+    assert!(stderr(&upgrade_with(&failing, &[("CLICOLOR_FORCE", "1")])).starts_with(RED));
+    assert!(!colored(
+        &failing,
+        &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]
+    ));
+    assert!(!colored(&failing, &[("CLICOLOR_FORCE", "0")]));
+    let always = [&["--color", "always"], &failing[..]].concat();
+    assert!(stderr(&upgrade_with(&always, &[("NO_COLOR", "1")])).starts_with(RED));
+    let never = [&failing[..], &["--color=never"]].concat();
+    assert!(!colored(&never, &[("CLICOLOR_FORCE", "1")]));
+    // clap's usage errors take the same choice.
+    assert!(colored(&["--color", "always", "plan"], &[]));
+    assert!(!colored(
+        &["--color", "never", "plan"],
+        &[("CLICOLOR_FORCE", "1")]
+    ));
+    let bad = upgrade_with(&["--color", "sometimes", "validate", "x.yaml"], &[]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+/// See: issue 20: `UPGRADE_INVENTORY` stands for `-i`, and gives way to `--local` or
+/// `--host` on the command line (no conflict); `-i` with `--host` still conflicts.
+#[test]
+fn inventory_comes_from_the_environment() {
+    let help = stdout(&upgrade_with(&["apply", "--help"], &[]));
+    assert!(help.contains("env: UPGRADE_INVENTORY"), "{help}");
+    let manifest = "manifests/sglang-0.5.9-cu130.yaml";
+    let from_env = upgrade_with(
+        &["status", manifest],
+        &[("UPGRADE_INVENTORY", "/nonexistent/inventory-from-env.yaml")],
+    );
+    assert_eq!(from_env.status.code(), Some(2));
+    assert!(
+        stderr(&from_env).contains("/nonexistent/inventory-from-env.yaml"),
+        "{}",
+        stderr(&from_env)
+    );
+    // `--local` names the node: the variable steps aside (the missing snapshot fails
+    // the run before the probe).
+    let host = upgrade_with(
+        &[
+            "status",
+            manifest,
+            "--local",
+            "--snapshot",
+            "/nonexistent/snap.json",
+        ],
+        &[("UPGRADE_INVENTORY", "/nonexistent/inventory-from-env.yaml")],
+    );
+    assert!(
+        stderr(&host).contains("/nonexistent/snap.json")
+            && !stderr(&host).contains("cannot be used with"),
+        "{}",
+        stderr(&host)
+    );
+    let both = upgrade_with(
+        &["status", manifest, "--host", "node0", "-i", "x.yaml"],
+        &[],
+    );
+    assert!(
+        stderr(&both).contains("cannot be used with"),
+        "{}",
+        stderr(&both)
+    );
+}

@@ -160,6 +160,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     let display = FleetDisplay::new(
         &run_dir,
         std::io::stderr().is_terminal() && args.format == ApplyFormat::Text,
+        printer.quiet(),
     )?;
     let outcome = runtime()?.block_on(fleet::converge_fleet(&targets, &base, &options, &display));
     display.close();
@@ -196,16 +197,20 @@ struct FleetDisplay {
         Mutex<HashMap<String, indicatif::ProgressBar>>,
     )>,
     logs: Mutex<HashMap<String, fs_err::File>>,
+    /// `-q`: the logs only.
+    quiet: bool,
 }
 
 impl FleetDisplay {
-    fn new(dir: &Path, terminal: bool) -> Result<Self, CommandError> {
+    fn new(dir: &Path, terminal: bool, quiet: bool) -> Result<Self, CommandError> {
         fs_err::create_dir_all(dir).map_err(CommandError::Output)?;
         Ok(Self {
             started: Instant::now(),
             dir: dir.to_path_buf(),
-            bars: terminal.then(|| (indicatif::MultiProgress::new(), Mutex::new(HashMap::new()))),
+            bars: (terminal && !quiet)
+                .then(|| (indicatif::MultiProgress::new(), Mutex::new(HashMap::new()))),
             logs: Mutex::new(HashMap::new()),
+            quiet,
         })
     }
 
@@ -266,6 +271,7 @@ impl FleetProgress for FleetDisplay {
         self.log(host, what);
         match self.bar(host) {
             Some(bar) => bar.set_message(text_value(what)),
+            None if self.quiet => {}
             None => eprintln!(
                 "[{:>7.1}s] {}: {}",
                 self.started.elapsed().as_secs_f64(),
@@ -296,6 +302,7 @@ impl FleetProgress for FleetDisplay {
         }
         match self.bar(&node.host) {
             Some(bar) => bar.finish_with_message(line),
+            None if self.quiet => {}
             None => eprintln!(
                 "[{:>7.1}s] {}: {line}",
                 self.started.elapsed().as_secs_f64(),

@@ -14,7 +14,7 @@
 //! (`NAME.lock.json` beside the manifest by default): exit 0 when it matches, 4 when
 //! the manifest or the indexes no longer give it, each difference printed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::cli::{LockArgs, LockFormat};
 use crate::commands::{CommandError, ExitStatus};
@@ -60,7 +60,7 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             return Err(CommandError::Unresolvable {
                 manifest,
                 report,
-                verbose: args.verbose,
+                verbose: printer.verbose(),
             });
         }
         Err(other) => return Err(other.into()),
@@ -78,10 +78,9 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             text
         }
     };
-    match &args.output {
-        Some(path) => write_atomically(path, &text)?,
-        None => printer.out(&text).map_err(CommandError::Output)?,
-    }
+    printer
+        .out_to(args.output.as_deref(), &text)
+        .map_err(CommandError::Output)?;
     Ok(ExitStatus::Success)
 }
 
@@ -186,11 +185,4 @@ fn resolve_offline(
         environment,
         rules,
     ))
-}
-
-fn write_atomically(path: &Path, text: &str) -> Result<(), CommandError> {
-    let temporary = path.with_extension("lock.tmp");
-    fs_err::write(&temporary, text).map_err(CommandError::Output)?;
-    fs_err::rename(&temporary, path).map_err(CommandError::Output)?;
-    Ok(())
 }

@@ -43,7 +43,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         None => {
             let live = super::live_options(&args.live)?;
             converge::lock(&prepared, &facts, args.snapshot.as_deref(), live.as_ref())
-                .map_err(|error| CommandError::from(error).verbose(args.verbose))?
+                .map_err(|error| CommandError::from(error).verbose(printer.verbose()))?
         }
     };
     let urls = converge::index_urls(&prepared)?;
@@ -116,7 +116,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     }
     let text = match args.format {
         PlanFormat::Text => {
-            let mut text = plan::text(&node_plan, args.verbose);
+            let mut text = plan::text(&node_plan, printer.verbose());
             if let Some(check) = &wheel_check {
                 text.push_str(&check.text());
             }

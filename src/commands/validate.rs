@@ -26,7 +26,7 @@ pub fn run(args: &ValidateArgs, printer: &mut Printer) -> Result<ExitStatus, Com
         ValidateFormat::Text => {
             let (out, err) = report::validate::text(&results);
             printer.out(&out).map_err(CommandError::Output)?;
-            printer.err(&err).map_err(CommandError::Output)?;
+            printer.problems(&err).map_err(CommandError::Output)?;
         }
         ValidateFormat::Json => printer
             .out(&report::validate::json(&results))

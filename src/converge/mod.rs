@@ -275,9 +275,17 @@ pub fn index_urls(prepared: &Prepared) -> Result<BTreeMap<String, String>, Conve
     if let Some(urls) = prepared.shared.urls.get() {
         return Ok(urls.clone());
     }
+    let urls = manifest_index_urls(&prepared.manifest)?;
+    // Two nodes may find them at once; either copy serves.
+    let _ = prepared.shared.urls.set(urls.clone());
+    Ok(urls)
+}
+
+/// [`index_urls`] of a manifest read alone (no run to share them with).
+pub fn manifest_index_urls(manifest: &Manifest) -> Result<BTreeMap<String, String>, ConvergeError> {
     let mut urls = BTreeMap::new();
     let mut default = None;
-    for index in &prepared.manifest.indexes {
+    for index in &manifest.indexes {
         let url = match (&index.url, &default) {
             (Some(url), _) => url.clone(),
             (None, Some(url)) => String::clone(url),
@@ -290,8 +298,6 @@ pub fn index_urls(prepared: &Prepared) -> Result<BTreeMap<String, String>, Conve
         };
         urls.insert(index.name.clone(), url);
     }
-    // Two nodes may find them at once; either copy serves.
-    let _ = prepared.shared.urls.set(urls.clone());
     Ok(urls)
 }
 

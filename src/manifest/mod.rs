@@ -20,4 +20,6 @@ pub use model::*;
 /// the loader checks more (specifiers, references, paths) and names lines.
 pub const JSON_SCHEMA: &str = include_str!("../../manifests/schema.json");
 
-pub use redact::{MASK, has_credentials, redact_text, redact_url};
+pub use redact::{
+    MASK, Masking, has_credentials, mask_url, placeholder_name, redact_text, redact_url,
+};

@@ -70,8 +70,48 @@ pub fn has_credentials(text: &str) -> bool {
 /// → `https://user:***@host/simple?token=***`. Text that is not a URL, or a URL without
 /// credentials, comes back unchanged.
 pub fn redact_url(text: &str) -> String {
+    mask_url(text, &Masking::Stars)
+}
+
+/// How [`mask_url`] renders a credential it finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Masking<'a> {
+    /// [`MASK`] in its place, e.g. `https://user:***@host/simple`.
+    Stars,
+    /// A `${VARIABLE}` reference pip expands in a requirements file, named from this
+    /// prefix, e.g. with `UPGRADE_INDEX_PRIVATE`: `https://user:${UPGRADE_INDEX_PRIVATE_PASSWORD}@host/simple`,
+    /// `https://${UPGRADE_INDEX_PRIVATE_TOKEN}@host/simple`, `?token=${UPGRADE_INDEX_PRIVATE_TOKEN}`.
+    Placeholders(&'a str),
+    /// Left out, e.g. `https://host/simple` (the installer brings its own credentials).
+    Strip,
+}
+
+/// The variable [`Masking::Placeholders`] names for one credential, e.g.
+/// `UPGRADE_INDEX_PRIVATE_PASSWORD`: upper case, every other character `_`.
+pub fn placeholder_name(prefix: &str, part: &str) -> String {
+    format!("{prefix}_{part}")
+        .chars()
+        .map(|ch| {
+            if ch.is_ascii_alphanumeric() {
+                ch.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The URL with its credentials rendered as `masking` says; the one credential masker
+/// behind [`redact_url`]. Text that is not a URL, or a URL without credentials, comes
+/// back unchanged.
+pub fn mask_url(text: &str, masking: &Masking<'_>) -> String {
     let Some(parts) = parts(text) else {
         return text.to_string();
+    };
+    let secret = |part: &str| match masking {
+        Masking::Stars => MASK.to_string(),
+        Masking::Placeholders(prefix) => format!("${{{}}}", placeholder_name(prefix, part)),
+        Masking::Strip => String::new(),
     };
     let scheme = text[..parts.scheme_end - 3].to_ascii_lowercase();
     let mut out = String::with_capacity(text.len());
@@ -80,27 +120,40 @@ pub fn redact_url(text: &str) -> String {
     if let Some(userinfo) = parts.userinfo
         && userinfo_is_credential(&scheme, userinfo)
     {
-        match userinfo.split_once(':') {
-            Some((user, _)) => {
-                out.push_str(user);
-                out.push(':');
-                out.push_str(MASK);
+        if *masking == Masking::Strip {
+            // The user information and its `@`.
+            position += 1;
+        } else {
+            match userinfo.split_once(':') {
+                Some((user, _)) => {
+                    out.push_str(user);
+                    out.push(':');
+                    out.push_str(&secret("password"));
+                }
+                None => out.push_str(&secret("token")),
             }
-            None => out.push_str(MASK),
         }
         position += userinfo.len();
     }
     match parts.query {
         Some((start, query)) => {
-            out.push_str(&text[position..start]);
-            let masked: Vec<String> = query
+            let kept: Vec<String> = query
                 .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((key, value)) if !value.is_empty() => format!("{key}={MASK}"),
-                    _ => pair.to_string(),
+                .filter_map(|pair| match pair.split_once('=') {
+                    Some(_) if *masking == Masking::Strip => None,
+                    Some((key, value)) if !value.is_empty() => {
+                        Some(format!("{key}={}", secret(key)))
+                    }
+                    _ => Some(pair.to_string()),
                 })
                 .collect();
-            out.push_str(&masked.join("&"));
+            let before = &text[position..start];
+            if kept.is_empty() {
+                out.push_str(before.strip_suffix('?').unwrap_or(before));
+            } else {
+                out.push_str(before);
+                out.push_str(&kept.join("&"));
+            }
             out.push_str(&text[start + query.len()..]);
         }
         None => out.push_str(&text[position..]),
@@ -147,6 +200,34 @@ mod tests {
         );
         assert!(has_credentials("https://user:tok3n@host.example/simple"));
         assert!(!has_credentials("ssh://git@host.example/org/repo"));
+    }
+
+    #[test]
+    fn credentials_become_placeholders_or_nothing() {
+        let url = "https://user:tok3n@host.example/simple?token=abc&page=2";
+        assert_eq!(
+            mask_url(url, &Masking::Placeholders("UPGRADE_INDEX_my-private")),
+            "https://user:${UPGRADE_INDEX_MY_PRIVATE_PASSWORD}@host.example/simple?token=${UPGRADE_INDEX_MY_PRIVATE_TOKEN}&page=${UPGRADE_INDEX_MY_PRIVATE_PAGE}"
+        );
+        assert_eq!(
+            mask_url(
+                "https://ghp_abc@host.example/simple",
+                &Masking::Placeholders("P")
+            ),
+            "https://${P_TOKEN}@host.example/simple"
+        );
+        assert_eq!(
+            mask_url(url, &Masking::Strip),
+            "https://host.example/simple"
+        );
+        assert_eq!(
+            mask_url("https://host.example/simple?flag", &Masking::Strip),
+            "https://host.example/simple?flag"
+        );
+        assert_eq!(
+            mask_url("https://host.example/simple", &Masking::Strip),
+            "https://host.example/simple"
+        );
     }
 
     /// Found by the fuzz harness: a `?` before `://` is no query.

@@ -16,6 +16,7 @@ mod conflict;
 mod environment;
 mod error;
 mod evidence;
+pub mod export;
 mod findings;
 mod live;
 mod lock;

@@ -32,6 +32,16 @@ pub const LOGNAME: &str = "LOGNAME";
 /// `/etc/cuda-upgrade/ssh_config`.
 pub const UPGRADE_SSH_CONFIG: &str = "UPGRADE_SSH_CONFIG";
 
+/// The inventory of the fleet verbs (`-i`, `--inventory`), e.g.
+/// `/etc/cuda-upgrade/inventory.yaml`.
+pub const UPGRADE_INVENTORY: &str = "UPGRADE_INVENTORY";
+
+/// Set (to anything but empty): no colour, whatever the terminal (see no-color.org).
+pub const NO_COLOR: &str = "NO_COLOR";
+
+/// Set (to anything but empty or `0`): colour even where the output is no terminal.
+pub const CLICOLOR_FORCE: &str = "CLICOLOR_FORCE";
+
 /// The index snapshot for every verb that resolves offline (`--snapshot`), e.g.
 /// `/srv/cuda-upgrade/snapshot.json`.
 pub const UPGRADE_SNAPSHOT: &str = "UPGRADE_SNAPSHOT";

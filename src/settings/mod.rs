@@ -27,6 +27,21 @@ pub fn default_runs_dir() -> Option<PathBuf> {
     Some(state.join(CACHE_DIR_NAME).join("runs"))
 }
 
+/// Whether `--color auto` colours a stream: not when `NO_COLOR` is set (non-empty),
+/// always when `CLICOLOR_FORCE` is set (non-empty, not `0`), else when the stream is a
+/// terminal (`terminal`).
+///
+/// See: <https://no-color.org>, <https://bixense.com/clicolors/>
+pub fn auto_color(terminal: bool) -> bool {
+    if env::var(env::NO_COLOR).is_some() {
+        return false;
+    }
+    if env::var(env::CLICOLOR_FORCE).is_some_and(|value| value != "0") {
+        return true;
+    }
+    terminal
+}
+
 /// The cache directory's own name under the user's cache root, e.g. `cuda-upgrade`.
 const CACHE_DIR_NAME: &str = "cuda-upgrade";
 

@@ -1,0 +1,76 @@
+//! `upgrade export LOCK --manifest MANIFEST --format requirements-txt|pylock [-o FILE]`:
+//! a lock as other installers read it (`crate::resolve::export`). The manifest names
+//! the indexes' URLs; `pylock` also reads each locked package's project page for its
+//! file's URL.
+
+use crate::cli::{ExportArgs, ExportFormat};
+use crate::commands::{CommandError, ExitStatus, runtime};
+use crate::converge;
+use crate::manifest;
+use crate::printer::Printer;
+use crate::resolve::Lock;
+use crate::resolve::export::{self, ExportIndex};
+
+/// Run `upgrade export`.
+pub fn run(args: &ExportArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    let manifest = manifest::load_file(&args.manifest)?;
+    let lock = read_lock(&args.lock)?;
+    let text = match args.format {
+        ExportFormat::RequirementsTxt => {
+            let indexes: Vec<ExportIndex> = manifest
+                .indexes
+                .iter()
+                .map(|index| ExportIndex {
+                    name: index.name.clone(),
+                    url: index.url.clone(),
+                    explicit: index.explicit,
+                })
+                .collect();
+            export::requirements_txt(&lock, &indexes)?
+        }
+        ExportFormat::Pylock => {
+            let index_urls = converge::manifest_index_urls(&manifest)?;
+            let settings = super::index::client_settings(&args.network)?;
+            let client = crate::index::client::IndexClient::new(settings)
+                .map_err(|error| export::ExportError::ClientSetup(Box::new(error)))?;
+            let urls = runtime()?.block_on(export::file_urls(&client, &lock, &index_urls))?;
+            export::pylock(&lock, &urls)?
+        }
+    };
+    printer
+        .out_to(args.output.as_deref(), &text)
+        .map_err(CommandError::Output)?;
+    if let Some(path) = &args.output {
+        printer
+            .err(&format!(
+                "wrote {} ({} packages of `{}`)\n",
+                path.display(),
+                lock.packages.len(),
+                lock.manifest
+            ))
+            .map_err(CommandError::Output)?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The lock in `path` (`upgrade lock --format json`).
+fn read_lock(path: &std::path::Path) -> Result<Lock, CommandError> {
+    let lock_error = |message: String| CommandError::LockFile {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = fs_err::read_to_string(path).map_err(|error| lock_error(error.to_string()))?;
+    let lock: Lock = serde_json::from_str(&text).map_err(|error| {
+        lock_error(format!(
+            "{error} (a lock is what `upgrade lock --format json` writes)"
+        ))
+    })?;
+    if lock.schema != crate::resolve::LOCK_SCHEMA {
+        return Err(lock_error(format!(
+            "schema {} (this build reads {})",
+            lock.schema,
+            crate::resolve::LOCK_SCHEMA
+        )));
+    }
+    Ok(lock)
+}
