@@ -220,12 +220,7 @@ impl LiveIndex {
                 .range(..=version.clone())
                 .rev()
                 .take(count)
-                .filter(|(listed, files)| {
-                    *listed == version
-                        || files
-                            .iter()
-                            .any(|file| matches!(file.dist, DistFilename::Wheel(_)))
-                })
+                .filter(|(listed, _)| *listed == version || has_wheel(listing, listed))
                 .map(|(listed, _)| listed.clone())
                 .collect(),
             _ => vec![version.clone()],
@@ -317,6 +312,15 @@ impl LiveIndex {
                 .map_or_else(|poisoned| poisoned.into_inner().0, |(state, _)| state);
         }
     }
+}
+
+/// Whether `version` of a listed project has a wheel usable on the target.
+fn has_wheel(listing: &Listing, version: &Version) -> bool {
+    listing.versions.get(version).is_some_and(|files| {
+        files
+            .iter()
+            .any(|file| matches!(file.dist, DistFilename::Wheel(_)))
+    })
 }
 
 impl Shared {
@@ -456,13 +460,18 @@ impl Shared {
         specifiers: VersionSpecifiers,
     ) {
         let specifiers = self.overrides.get(&name).cloned().unwrap_or(specifiers);
-        let newest = match state.projects.get(&name) {
+        let newest: Vec<Version> = match state.projects.get(&name) {
+            // An sdist-only release is left to the resolver: its metadata may need a
+            // build of minutes, worth it only when the resolution asks for it.
             Some(Some(Some(listing))) => select_versions(
                 &listing.versions,
                 &[&specifiers],
                 self.constraints.get(&name).map(Vec::as_slice),
                 1,
-            ),
+            )
+            .into_iter()
+            .filter(|version| has_wheel(listing, version))
+            .collect(),
             Some(Some(None)) => return,
             Some(None) | None => {
                 state
