@@ -556,8 +556,13 @@ pub struct ExportArgs {
     /// Write here instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// With `--format pylock`: how the indexes' project pages are read for the files'
-    /// URLs (the lock records names and hashes, not URLs).
+    /// Every file of each locked release that its index lists with a sha256, not only
+    /// the one the lock chose for its node: pip or uv on another platform picks its own
+    /// (reads the project pages, also for `requirements-txt`).
+    #[arg(long)]
+    pub all_files: bool,
+    /// With `pylock` or `--all-files`: how the indexes' project pages are read (the
+    /// lock records file names and hashes, not URLs).
     #[command(flatten)]
     pub network: NetworkArgs,
 }

@@ -19,12 +19,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use support::{Route, Server, Wheel, json_page, wheel};
+use support::{Route, Server, Wheel, json_page, wheel, wheel_with_tag};
 
 const UV: &str = "uv==0.13.9";
 
-/// `default` at `/simple/`: `app 1.0` (needs `lib`), `lib 1.0` and `2.0`, and a
-/// default build `torchlike 2.9.1`; `cu130` at `/cu130/simple/`: `torchlike
+/// `default` at `/simple/`: `app 1.0` (needs `lib`), `lib 1.0` and `2.0` (also as an
+/// aarch64 wheel no interpreter here installs), and a default build `torchlike 2.9.1`; `cu130` at `/cu130/simple/`: `torchlike
 /// 2.9.1+cu130`, which the manifest pins.
 fn fixture() -> Server {
     let server = Server::start();
@@ -63,6 +63,15 @@ fn fixture() -> Server {
         &[
             wheel("lib", "1.0", &[], None, &[], 64),
             wheel("lib", "2.0", &[], None, &[], 64),
+            wheel_with_tag(
+                "lib",
+                "2.0",
+                "cp312-cp312-manylinux_2_28_aarch64",
+                &[],
+                None,
+                &[],
+                64,
+            ),
         ],
     );
     project(
@@ -261,25 +270,61 @@ fn exported_locks_install_the_locked_versions_with_pip_and_uv() {
         .arg(&requirements));
     assert_eq!(installed(&pip_env), expected, "pip: {text}");
 
-    // uv, from PEP 751's pylock.toml.
-    let pylock = dir.path().join("pylock.toml");
-    upgrade(&[
+    // `--all-files`: the aarch64 wheel's hash too, for pip on such a node.
+    let all = upgrade(&[
         "export",
         lock.to_str().unwrap(),
         "--manifest",
         manifest,
         "--format",
-        "pylock",
+        "requirements-txt",
+        "--all-files",
         "--no-cache",
-        "-o",
-        pylock.to_str().unwrap(),
     ]);
-    let toml = std::fs::read_to_string(&pylock).unwrap();
-    let uv_env = venv(dir.path(), "uv-env");
-    run(isolated(uv(), &dir.path().join("uv-cache"))
-        .args(["pip", "install", "--python"])
-        .arg(&uv_env)
-        .arg("-r")
-        .arg(&pylock));
-    assert_eq!(installed(&uv_env), expected, "uv: {toml}");
+    let all = String::from_utf8(all.stdout).unwrap();
+    assert!(
+        all.contains("lib==2.0 \\\n    --hash=sha256:")
+            && all
+                .lines()
+                .skip_while(|line| !line.starts_with("lib==2.0"))
+                .take_while(|line| line.starts_with("lib==") || line.starts_with("    --hash"))
+                .count()
+                == 3,
+        "{all}"
+    );
+
+    // uv, from PEP 751's pylock.toml: the lock's files, then every file of each release.
+    let uv = uv();
+    for (name, extra) in [
+        ("pylock.toml", None),
+        ("pylock.all.toml", Some("--all-files")),
+    ] {
+        let pylock = dir.path().join(name);
+        let mut args = vec![
+            "export",
+            lock.to_str().unwrap(),
+            "--manifest",
+            manifest,
+            "--format",
+            "pylock",
+            "--no-cache",
+            "-o",
+            pylock.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        upgrade(&args);
+        let toml = std::fs::read_to_string(&pylock).unwrap();
+        assert_eq!(
+            toml.matches("manylinux_2_28_aarch64").count(),
+            usize::from(extra.is_some()) * 2,
+            "{toml}"
+        );
+        let uv_env = venv(dir.path(), &format!("uv-env-{name}"));
+        run(isolated(&uv, &dir.path().join("uv-cache"))
+            .args(["pip", "install", "--python"])
+            .arg(&uv_env)
+            .arg("-r")
+            .arg(&pylock));
+        assert_eq!(installed(&uv_env), expected, "uv: {toml}");
+    }
 }

@@ -3,6 +3,8 @@
 //! the indexes' URLs; `pylock` also reads each locked package's project page for its
 //! file's URL.
 
+use std::collections::BTreeMap;
+
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::commands::{CommandError, ExitStatus, runtime};
 use crate::converge;
@@ -15,6 +17,21 @@ use crate::resolve::export::{self, ExportIndex};
 pub fn run(args: &ExportArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     let manifest = manifest::load_file(&args.manifest)?;
     let lock = read_lock(&args.lock)?;
+    // The project pages, only where the format or `--all-files` needs them.
+    let urls = if args.format == ExportFormat::Pylock || args.all_files {
+        let index_urls = converge::manifest_index_urls(&manifest)?;
+        let settings = super::index::client_settings(&args.network)?;
+        let client = crate::index::client::IndexClient::new(settings)
+            .map_err(|error| export::ExportError::ClientSetup(Box::new(error)))?;
+        runtime()?.block_on(export::file_urls(
+            &client,
+            &lock,
+            &index_urls,
+            args.all_files,
+        ))?
+    } else {
+        BTreeMap::new()
+    };
     let text = match args.format {
         ExportFormat::RequirementsTxt => {
             let indexes: Vec<ExportIndex> = manifest
@@ -26,16 +43,16 @@ pub fn run(args: &ExportArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
                     explicit: index.explicit,
                 })
                 .collect();
-            export::requirements_txt(&lock, &indexes)?
+            let others: BTreeMap<String, Vec<String>> = urls
+                .iter()
+                .map(|(name, url)| {
+                    let hashes = url.others.iter().map(|other| other.sha256.clone());
+                    (name.clone(), hashes.collect())
+                })
+                .collect();
+            export::requirements_txt(&lock, &indexes, &others)?
         }
-        ExportFormat::Pylock => {
-            let index_urls = converge::manifest_index_urls(&manifest)?;
-            let settings = super::index::client_settings(&args.network)?;
-            let client = crate::index::client::IndexClient::new(settings)
-                .map_err(|error| export::ExportError::ClientSetup(Box::new(error)))?;
-            let urls = runtime()?.block_on(export::file_urls(&client, &lock, &index_urls))?;
-            export::pylock(&lock, &urls)?
-        }
+        ExportFormat::Pylock => export::pylock(&lock, &urls)?,
     };
     printer
         .out_to(args.output.as_deref(), &text)

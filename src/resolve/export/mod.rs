@@ -19,7 +19,7 @@ mod urls;
 
 pub use pylock::pylock;
 pub use requirements::requirements_txt;
-pub use urls::{LockedFileUrl, file_urls};
+pub use urls::{LockedFileUrl, OtherFile, file_urls};
 
 use super::{FactsFile, Lock, LockedPackage, LockedSource};
 

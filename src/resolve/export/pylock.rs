@@ -10,9 +10,9 @@ use crate::manifest::{Masking, mask_url};
 
 use super::{ExportError, Lock, LockedFileUrl, git_note, split};
 
-/// The lock as `pylock.toml`. `urls` gives each locked file's download URL and its
-/// index's URL (from [`super::file_urls`]), credentials still in them: they are
-/// written without.
+/// The lock as `pylock.toml`. `urls` gives each locked file's download URL, its
+/// index's URL and the release's other files (from [`super::file_urls`]),
+/// credentials still in them: they are written without.
 pub fn pylock(lock: &Lock, urls: &BTreeMap<String, LockedFileUrl>) -> Result<String, ExportError> {
     let (indexed, git) = split(lock)?;
     let mut out = format!(
@@ -48,16 +48,39 @@ pub fn pylock(lock: &Lock, urls: &BTreeMap<String, LockedFileUrl>) -> Result<Str
             "index = {}\n",
             string(&mask_url(&url.index_url, &Masking::Strip))
         ));
-        let file = format!(
-            "{{ name = {}, url = {}, hashes = {{ sha256 = {} }} }}",
-            string(package.file),
-            string(&mask_url(&url.file_url, &Masking::Strip)),
-            string(package.sha256)
-        );
-        if package.file.ends_with(".whl") {
-            out.push_str(&format!("wheels = [{file}]\n"));
-        } else {
-            out.push_str(&format!("sdist = {file}\n"));
+        let mut files = vec![(package.file, url.file_url.as_str(), package.sha256)];
+        files.extend(url.others.iter().map(|other| {
+            (
+                other.name.as_str(),
+                other.url.as_str(),
+                other.sha256.as_str(),
+            )
+        }));
+        let table = |(name, file_url, sha256): (&str, &str, &str)| {
+            format!(
+                "{{ name = {}, url = {}, hashes = {{ sha256 = {} }} }}",
+                string(name),
+                string(&mask_url(file_url, &Masking::Strip)),
+                string(sha256)
+            )
+        };
+        let (wheels, sdists): (Vec<_>, Vec<_>) = files
+            .into_iter()
+            .partition(|(name, _, _)| name.ends_with(".whl"));
+        // One sdist: the locked one, else the first the index lists.
+        if let Some(sdist) = sdists.into_iter().next() {
+            out.push_str(&format!("sdist = {}\n", table(sdist)));
+        }
+        match wheels.as_slice() {
+            [] => {}
+            [wheel] => out.push_str(&format!("wheels = [{}]\n", table(*wheel))),
+            many => {
+                out.push_str("wheels = [\n");
+                for wheel in many {
+                    out.push_str(&format!("    {},\n", table(*wheel)));
+                }
+                out.push_str("]\n");
+            }
         }
     }
     Ok(out)

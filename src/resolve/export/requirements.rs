@@ -25,8 +25,14 @@ const CREDENTIAL_PREFIX: &str = "UPGRADE_INDEX";
 /// An index without a URL is pip's configured index, so it gets no line; otherwise the
 /// first index that is not explicit (else the first) is `--index-url` and the others
 /// `--extra-index-url`. A credential in a URL becomes a `${UPGRADE_INDEX_NAME_…}`
-/// reference that pip expands from the environment.
-pub fn requirements_txt(lock: &Lock, indexes: &[ExportIndex]) -> Result<String, ExportError> {
+/// reference that pip expands from the environment. `others` adds, by package name, the
+/// sha256 of the release's other files (`--all-files`), so pip on another platform
+/// picks its own.
+pub fn requirements_txt(
+    lock: &Lock,
+    indexes: &[ExportIndex],
+    others: &BTreeMap<String, Vec<String>>,
+) -> Result<String, ExportError> {
     let (indexed, git) = split(lock)?;
     let mut by_index: BTreeMap<&str, Vec<IndexedPackage<'_>>> = BTreeMap::new();
     for package in &indexed {
@@ -90,10 +96,15 @@ pub fn requirements_txt(lock: &Lock, indexes: &[ExportIndex]) -> Result<String, 
         out.push_str(&format!("\n# index `{}`\n", index.name));
         for package in packages {
             let locked = package.package;
-            out.push_str(&format!(
-                "{}=={} \\\n    --hash=sha256:{}\n",
-                locked.name, locked.version, package.sha256
-            ));
+            out.push_str(&format!("{}=={}", locked.name, locked.version));
+            let extra = others
+                .get(&locked.name)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            for sha256 in std::iter::once(&package.sha256.to_string()).chain(extra) {
+                out.push_str(&format!(" \\\n    --hash=sha256:{sha256}"));
+            }
+            out.push('\n');
         }
     }
     if !git.is_empty() {

@@ -44,7 +44,7 @@ fn indexes() -> Vec<ExportIndex> {
 
 #[test]
 fn requirements_pin_every_file_with_its_hash_and_mask_credentials() {
-    let text = requirements_txt(&lock(), &indexes()).unwrap();
+    let text = requirements_txt(&lock(), &indexes(), &BTreeMap::new()).unwrap();
     assert!(!text.contains("s3cr3t") && !text.contains("t0k"), "{text}");
     assert!(
         text.contains(
@@ -74,17 +74,30 @@ fn requirements_pin_every_file_with_its_hash_and_mask_credentials() {
 }
 
 #[test]
+fn other_files_of_a_release_add_their_hashes() {
+    let others = BTreeMap::from([("app".to_string(), vec!["cc".repeat(32)])]);
+    let text = requirements_txt(&lock(), &indexes(), &others).unwrap();
+    assert!(
+        text.contains(&format!(
+            "app==1.0 \\\n    --hash=sha256:{APP_SHA} \\\n    --hash=sha256:{}\n",
+            "cc".repeat(32)
+        )),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_missing_hash_or_index_is_an_error() {
     let mut unhashed = lock();
     if let LockedSource::Index { sha256, .. } = &mut unhashed.packages[0].source {
         *sha256 = None;
     }
     assert!(matches!(
-        requirements_txt(&unhashed, &indexes()),
+        requirements_txt(&unhashed, &indexes(), &BTreeMap::new()),
         Err(ExportError::MissingHash { .. })
     ));
     assert!(matches!(
-        requirements_txt(&lock(), &indexes()[..1]),
+        requirements_txt(&lock(), &indexes()[..1], &BTreeMap::new()),
         Err(ExportError::UnknownIndex { index, .. }) if index == "default"
     ));
 }
@@ -99,6 +112,7 @@ fn pylock_has_the_fields_of_pep_751() {
                 file_url:
                     "https://user:s3cr3t@mirror.example/files/torch-2.9.1+cu130-py3-none-any.whl"
                         .to_string(),
+                others: Vec::new(),
             },
         ),
         (
@@ -106,6 +120,11 @@ fn pylock_has_the_fields_of_pep_751() {
             LockedFileUrl {
                 index_url: "https://index.example/simple/".to_string(),
                 file_url: "https://files.example/app-1.0.tar.gz".to_string(),
+                others: vec![OtherFile {
+                    name: "app-1.0-py3-none-any.whl".to_string(),
+                    url: "https://files.example/app-1.0-py3-none-any.whl".to_string(),
+                    sha256: "cc".repeat(32),
+                }],
             },
         ),
     ]
@@ -124,6 +143,10 @@ fn pylock_has_the_fields_of_pep_751() {
         ),
         &format!(
             "sdist = {{ name = \"app-1.0.tar.gz\", url = \"https://files.example/app-1.0.tar.gz\", hashes = {{ sha256 = \"{APP_SHA}\" }} }}\n"
+        ),
+        &format!(
+            "wheels = [{{ name = \"app-1.0-py3-none-any.whl\", url = \"https://files.example/app-1.0-py3-none-any.whl\", hashes = {{ sha256 = \"{}\" }} }}]\n",
+            "cc".repeat(32)
         ),
         "# sglang==0.5.9 comes from git and is left out",
     ] {

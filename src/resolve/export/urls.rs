@@ -18,15 +18,31 @@ pub struct LockedFileUrl {
     /// The file's URL as the project page lists it, e.g.
     /// `https://files.example/…/torch-2.9.1+cu130-….whl`.
     pub file_url: String,
+    /// With `all_files`: the release's other files the page lists with a sha256 (not
+    /// yanked), e.g. the wheels of other platforms and the sdist.
+    pub others: Vec<OtherFile>,
+}
+
+/// Another file of a locked release, e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_aarch64.whl`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherFile {
+    /// The file name.
+    pub name: String,
+    /// Its URL, credentials still in it.
+    pub url: String,
+    /// Its sha256 as the index lists it.
+    pub sha256: String,
 }
 
 /// Each index package's file URL, by package name: one project page per package,
 /// from `index_urls` (index name → URL, as the manifest resolves them). The page's
-/// sha256, when it lists one, must equal the lock's.
+/// sha256, when it lists one, must equal the lock's. With `all_files`, the release's
+/// other files come too.
 pub async fn file_urls(
     client: &IndexClient,
     lock: &Lock,
     index_urls: &BTreeMap<String, String>,
+    all_files: bool,
 ) -> Result<BTreeMap<String, LockedFileUrl>, ExportError> {
     let (indexed, _) = split(lock)?;
     let mut urls = BTreeMap::new();
@@ -75,11 +91,29 @@ pub async fn file_urls(
                 locked: package.sha256.to_string(),
             });
         }
+        let version = pep440_rs::Version::from_str(&locked.version).ok();
+        let others = files
+            .iter()
+            .filter(|other| {
+                all_files
+                    && other.filename != package.file
+                    && other.yanked.is_none()
+                    && version.as_ref() == Some(other.dist.version())
+            })
+            .filter_map(|other| {
+                Some(OtherFile {
+                    name: other.filename.clone(),
+                    url: other.url.to_string(),
+                    sha256: other.sha256.as_ref()?.to_string(),
+                })
+            })
+            .collect();
         urls.insert(
             locked.name.clone(),
             LockedFileUrl {
                 index_url: location.url.to_string(),
                 file_url: file.url.to_string(),
+                others,
             },
         );
     }
