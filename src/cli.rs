@@ -205,7 +205,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub node: NodeArgs,
     /// Plan from saved facts (`upgrade probe --format json`) instead of probing.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["list_hosts", "limit"])]
     pub facts: Option<PathBuf>,
     /// SSH settings for `--host`.
     #[command(flatten)]
@@ -268,7 +268,7 @@ pub struct FleetArgs {
     pub inventory: Option<PathBuf>,
     /// Only these hosts or groups, as Ansible's `--limit`: `node1,node2`, `gpu`,
     /// `node*`, `gpu:!node7`, `gpu:&rack1`, `~node[0-3]$`.
-    #[arg(long, value_name = "PATTERN", requires = "inventory")]
+    #[arg(long, value_name = "PATTERN", requires = "inventory", conflicts_with_all = ["local", "host"])]
     pub limit: Option<String>,
     /// How many nodes are worked on at once (each node is probed as soon as it is
     /// reached and converged right after, waiting for no other node).
@@ -276,7 +276,9 @@ pub struct FleetArgs {
     pub parallel: usize,
     /// Print the hosts the inventory and `--limit` select, in the order a run takes them
     /// (with `apply --batch`, each with its batch), and exit without connecting to any.
-    #[arg(long, requires = "inventory")]
+    // `requires` is met by any member of the inventory's group (clap issue 4707), so the
+    // other members are named as conflicts.
+    #[arg(long, requires = "inventory", conflicts_with_all = ["local", "host"])]
     pub list_hosts: bool,
 }
 
@@ -326,7 +328,7 @@ pub struct ApplyArgs {
     /// a share of the selected nodes: `10%`), no further node starts and the rest are
     /// reported skipped. Unreachable nodes (no connection, or no answer to the probe) and
     /// nodes refused before any change do not count. Default: every node runs.
-    #[arg(long, value_name = "N|P%", requires = "inventory")]
+    #[arg(long, value_name = "N|P%", requires = "inventory", conflicts_with_all = ["local", "host"])]
     pub max_fail: Option<crate::fleet::Threshold>,
     /// With `--max-fail`: unreachable nodes count as failed too.
     #[arg(long, requires = "max_fail")]
@@ -335,7 +337,7 @@ pub struct ApplyArgs {
     /// (a rolling upgrade): one size (`4`, `25%`) or Ansible's `serial` list, e.g.
     /// `1,10%,100%` (a canary, a tenth of the fleet, then the rest); the last size repeats
     /// until every node is taken. Default: one batch.
-    #[arg(long, value_name = "N|P%[,...]", requires = "inventory")]
+    #[arg(long, value_name = "N|P%[,...]", requires = "inventory", conflicts_with_all = ["local", "host"])]
     pub batch: Option<crate::fleet::BatchList>,
     /// With `--batch`: after the first batch (the canary) ends, ask on the terminal
     /// whether to go on. With no terminal to ask on, the run stops there and the rest are
