@@ -65,7 +65,8 @@ pub struct FleetOptions<'a> {
     /// Nodes failed while being changed tolerated before no further node starts
     /// (exceeded, not equalled); `None`: no limit.
     pub max_fail: Option<Threshold>,
-    /// Unreachable nodes count against `max_fail` too (`--unreachable-fails`).
+    /// Unreachable nodes count against `max_fail` too, each as its batch ends
+    /// (`--unreachable-fails`).
     pub unreachable_fails: bool,
     /// The batches' sizes; a batch ends before the next starts. `None`: one batch.
     pub batch: Option<BatchList>,
@@ -316,8 +317,9 @@ fn prepare(target: &FleetTarget, base: &Prepared, started: Instant) -> Result<Pr
 /// Where a node's run meets the others: the batches, the failure count and the slots.
 struct Shared<'a> {
     batches: Batches,
-    /// Nodes failed while being changed so far (and unreachable ones with
-    /// `--unreachable-fails`).
+    /// Nodes failed while being changed so far, and with `--unreachable-fails` the
+    /// unreachable nodes of the batches ended so far (counted as each batch ends, so
+    /// that a node found down at the start weighs at its batch's end, not at random).
     failed: AtomicUsize,
     /// Failed nodes tolerated; `None`: no limit.
     tolerated: Option<usize>,
@@ -327,8 +329,8 @@ struct Shared<'a> {
     slots: Semaphore,
     /// Why no further node starts, once that is so.
     stopped: Mutex<Option<String>>,
-    /// The nodes ended so far, by index (for the question after the canary).
-    ended: Mutex<Vec<Option<bool>>>,
+    /// How the nodes ended so far, by index.
+    ended: Mutex<Vec<Option<NodeResult>>>,
     options: &'a FleetOptions<'a>,
     progress: &'a dyn FleetProgress,
 }
@@ -337,18 +339,13 @@ impl Shared<'_> {
     /// `node` (the `index`th target) ended: count it, show it, and end its batch when it
     /// was the last.
     fn ended(&self, index: usize, node: &FleetNode, changing: bool) {
-        let counts = match node.result {
-            NodeResult::Failed => changing,
-            NodeResult::Unreachable => self.options.unreachable_fails,
-            _ => false,
-        };
-        if counts {
+        if changing && node.result == NodeResult::Failed {
             self.failed.fetch_add(1, Ordering::SeqCst);
         }
         if let Ok(mut ended) = self.ended.lock()
             && let Some(slot) = ended.get_mut(index)
         {
-            *slot = Some(node.ok);
+            *slot = Some(node.result);
         }
         self.progress.finished(node);
         self.batches.ended(index);
@@ -363,8 +360,13 @@ impl Shared<'_> {
         let tolerated = self.tolerated?;
         (failures > tolerated).then(|| {
             format!(
-                "{failures} node{} failed while being changed, more than --max-fail {}",
+                "{failures} node{} failed while being changed{}, more than --max-fail {}",
                 if failures == 1 { "" } else { "s" },
+                if self.options.unreachable_fails {
+                    " or unreachable"
+                } else {
+                    ""
+                },
                 self.options
                     .max_fail
                     .map(|threshold| threshold.to_string())
@@ -381,21 +383,26 @@ impl Shared<'_> {
         self.batches.close();
     }
 
-    /// How the canary batch ended.
-    fn canary_end(&self, hosts: &[&str]) -> CanaryEnd {
-        let canary = self.batches.nodes(0);
-        let ok = self
-            .ended
+    /// How many nodes of `batch` ended in one of `results`.
+    fn count(&self, batch: usize, results: &[NodeResult]) -> usize {
+        let nodes = self.batches.nodes(batch);
+        self.ended
             .lock()
             .map(|ended| {
                 ended
                     .iter()
-                    .skip(canary.start)
-                    .take(canary.len())
-                    .filter(|ok| **ok == Some(true))
+                    .skip(nodes.start)
+                    .take(nodes.len())
+                    .filter(|result| result.is_some_and(|result| results.contains(&result)))
                     .count()
             })
-            .unwrap_or(0);
+            .unwrap_or(0)
+    }
+
+    /// How the canary batch ended.
+    fn canary_end(&self, hosts: &[&str]) -> CanaryEnd {
+        let canary = self.batches.nodes(0);
+        let ok = self.count(0, &[NodeResult::Converged, NodeResult::Unchanged]);
         CanaryEnd {
             hosts: hosts[canary.clone()]
                 .iter()
@@ -415,6 +422,10 @@ async fn lead(shared: &Shared<'_>, hosts: &[&str]) {
     let count = shared.batches.count();
     for batch in 0..count {
         shared.batches.ended_before(batch).await;
+        if batch > 0 && shared.options.unreachable_fails {
+            let unreachable = shared.count(batch - 1, &[NodeResult::Unreachable]);
+            shared.failed.fetch_add(unreachable, Ordering::SeqCst);
+        }
         if let Some(reason) = shared.stop_reason() {
             shared.stop(reason);
             return;
