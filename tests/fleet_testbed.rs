@@ -1305,8 +1305,6 @@ fn a_failing_canary_stops_the_batches_and_a_healthy_one_lets_them_run_in_order()
             && batch3 < node2_ended,
         "{progress}"
     );
-    let summary = String::from_utf8_lossy(&output.stdout);
-    assert!(summary.is_empty(), "JSON went to the summary file too");
     let summary = std::fs::read_to_string(work.join("healthy-canary/summary.json")).unwrap();
     assert!(summary.contains("\"batch\": 3"), "{summary}");
 

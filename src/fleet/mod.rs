@@ -404,14 +404,16 @@ impl Shared<'_> {
         let canary = self.batches.nodes(0);
         let ok = self.count(0, &[NodeResult::Converged, NodeResult::Unchanged]);
         CanaryEnd {
-            hosts: hosts[canary.clone()]
+            hosts: hosts
+                .get(canary.clone())
+                .unwrap_or_default()
                 .iter()
                 .map(|host| host.to_string())
                 .collect(),
             ok,
             failed: self.failed.load(Ordering::SeqCst),
-            rest: hosts.len() - canary.len(),
-            batches_left: self.batches.count() - 1,
+            rest: hosts.len().saturating_sub(canary.len()),
+            batches_left: self.batches.count().saturating_sub(1),
         }
     }
 }
@@ -449,10 +451,10 @@ async fn lead(shared: &Shared<'_>, hosts: &[&str]) {
                 return;
             }
         }
-        let nodes = shared.batches.nodes(batch);
-        shared
-            .progress
-            .batch(batch + 1, count, &hosts[nodes.start..nodes.end]);
+        if count > 1 {
+            let nodes = hosts.get(shared.batches.nodes(batch)).unwrap_or_default();
+            shared.progress.batch(batch + 1, count, nodes);
+        }
         shared.batches.open(batch);
     }
 }
