@@ -295,11 +295,15 @@ fn from_outcome(outcome: NodeOutcome) -> FleetNode {
 
 /// The manifest as `target` sees it, or the node refused before it is reached (its
 /// variables do not fill the manifest, or name no fetch mode).
-fn prepare(target: &FleetTarget, base: &Prepared, started: Instant) -> Result<Prepared, FleetNode> {
+fn prepare(
+    target: &FleetTarget,
+    base: &Prepared,
+    started: Instant,
+) -> Result<Prepared, Box<FleetNode>> {
     let host = target.name.as_str();
     let prepared = base
         .for_host(target.python.as_deref(), &target.vars)
-        .map_err(|error| ended(host, NodeResult::Refused, &error, started))?;
+        .map_err(|error| Box::new(ended(host, NodeResult::Refused, &error, started)))?;
     if let Some(Err(reason)) = target
         .vars
         .get(FETCH_VARIABLE)
@@ -309,7 +313,7 @@ fn prepare(target: &FleetTarget, base: &Prepared, started: Instant) -> Result<Pr
             host: host.to_string(),
             reason,
         };
-        return Err(ended(host, NodeResult::Refused, &error, started));
+        return Err(Box::new(ended(host, NodeResult::Refused, &error, started)));
     }
     Ok(prepared)
 }
@@ -490,7 +494,7 @@ async fn run_node(
     let started = Instant::now();
     let prepared = match prepare(target, base, started) {
         Ok(prepared) => prepared,
-        Err(node) => return (node, false),
+        Err(node) => return (*node, false),
     };
     let host = target.name.as_str();
     let probed = {
