@@ -1136,6 +1136,31 @@ fn plan_fleet(
     (output.status.code(), report, text(&output))
 }
 
+/// `upgrade ARGS` on a terminal (a pseudo-terminal `script` makes), `answer` typed in.
+fn upgrade_on_terminal(testbed: &Testbed, args: &[&str], answer: &str) -> Output {
+    use std::io::Write;
+    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_upgrade"))
+        .chain(args.iter().copied())
+        .map(cuda_upgrade::shell::quote)
+        .collect();
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env("PIP_INDEX_URL", testbed.index("default").unwrap())
+        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Where in `progress` (the plain progress lines) `needle` first appears.
 fn position(progress: &str, needle: &str) -> usize {
     let found = progress.find(needle);
@@ -1361,6 +1386,44 @@ fn a_failing_canary_stops_the_batches_and_a_healthy_one_lets_them_run_in_order()
             && summary.contains("without --pause-after-canary"),
         "{summary}"
     );
+
+    // On a terminal the run asks after the canary; declining starts no further node.
+    let paused = work.join("declined");
+    let mut args = vec![
+        "apply",
+        "--yes",
+        manifest.to_str().unwrap(),
+        "-i",
+        inventory.to_str().unwrap(),
+        "--limit",
+        "node*",
+        "--ssh-config",
+        &ssh_config,
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+        "--no-verify",
+        "--batch",
+        "1,100%",
+        "--pause-after-canary",
+        "--format",
+        "json",
+    ];
+    args.extend(["--run-dir", paused.to_str().unwrap()]);
+    let output = upgrade_on_terminal(&testbed, &args, "n\n");
+    let shown = text(&output);
+    assert!(shown.contains("The canary batch ended (node0)"), "{shown}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(paused.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(node(&report, "node0")["result"], "unchanged", "{report:#}");
+    for host in ["node1", "node2"] {
+        let skipped = node(&report, host);
+        assert_eq!(skipped["result"], "skipped", "{skipped:#}");
+        assert!(
+            skipped["cause"].as_str().unwrap().contains("declined"),
+            "{skipped:#}"
+        );
+    }
 
     // Every node converged: the fleet plan has nothing to do, exit 0.
     let (code, plan, output) = plan_fleet(

@@ -510,6 +510,7 @@ async fn run_node(
     // A closed gate always has its reason; an open one may have passed `--max-fail`
     // while this node waited for a slot.
     if let Some(reason) = shared.stop_reason().or_else(|| (!opened).then(String::new)) {
+        shared.stop(reason.clone());
         let mut node = not_started(host, &reason);
         node.round_trips = transport.round_trips();
         return (node, false);
