@@ -273,9 +273,9 @@ pub struct AbiCheckArgs {
     pub format: ApplyFormat,
 }
 
-/// `upgrade plan MANIFEST (--local | --host H | --facts FILE)`
+/// `upgrade plan MANIFEST (--local | --host H | --facts FILE | -i INVENTORY)`
 #[derive(Debug, Args)]
-#[group(id = "plan_node", required = true, multiple = false, args = ["local", "host", "facts"])]
+#[group(id = "plan_node", required = true, multiple = false, args = ["local", "host", "facts", "inventory"])]
 pub struct PlanArgs {
     /// The manifest, e.g. `manifests/sglang-0.5.9-cu130.yaml`.
     #[arg(value_name = "MANIFEST")]
@@ -284,7 +284,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub node: NodeArgs,
     /// Plan from saved facts (`upgrade probe --format json`) instead of probing.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["list_hosts", "limit"])]
     pub facts: Option<PathBuf>,
     /// SSH settings for `--host`.
     #[command(flatten)]
@@ -301,17 +301,28 @@ pub struct PlanArgs {
     #[arg(long = "lock", value_name = "FILE", conflicts_with = "live")]
     pub lock: Option<PathBuf>,
     /// Save the plan here; `upgrade apply PLAN` replays it and refuses it if the node changed.
-    #[arg(short = 'o', long = "output", value_name = "PLAN")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "PLAN",
+        conflicts_with = "inventory"
+    )]
     pub output: Option<PathBuf>,
     /// A directory holding the lock's wheels (e.g. from `pip download`), repeatable: the
     /// ABI check runs on them before anything is installed, and a missing symbol blocks
     /// the pip step.
-    #[arg(long = "wheels", value_name = "DIR")]
+    #[arg(long = "wheels", value_name = "DIR", conflicts_with = "inventory")]
     pub wheels: Vec<PathBuf>,
     /// Exit 0 when there is nothing to do, 2 when the plan has changes, 1 on an error or
-    /// a blocked step (Terraform's `-detailed-exitcode`, for CI).
+    /// a blocked step (Terraform's `-detailed-exitcode`, for CI). With `-i`: 0 when every
+    /// node is converged, 2 when some have changes and none is blocked or unreachable, 1
+    /// otherwise.
     #[arg(long)]
     pub detailed_exitcode: bool,
+    /// The inventory's nodes, each probed and planned at once: one line a node
+    /// (converged, N changes, blocked with why, unreachable).
+    #[command(flatten)]
+    pub fleet: FleetArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = PlanFormat::Text)]
     pub format: PlanFormat,
@@ -335,12 +346,18 @@ pub struct FleetArgs {
     pub inventory: Option<PathBuf>,
     /// Only these hosts or groups, as Ansible's `--limit`: `node1,node2`, `gpu`,
     /// `node*`, `gpu:!node7`, `gpu:&rack1`, `~node[0-3]$`.
-    #[arg(long, value_name = "PATTERN", requires = "inventory")]
+    #[arg(long, value_name = "PATTERN", requires = "inventory", conflicts_with_all = ["local", "host"])]
     pub limit: Option<String>,
     /// How many nodes are worked on at once (each node is probed as soon as it is
     /// reached and converged right after, waiting for no other node).
     #[arg(long, value_name = "N", default_value_t = crate::fleet::DEFAULT_PARALLEL, value_parser = parse_parallel)]
     pub parallel: usize,
+    /// Print the hosts the inventory and `--limit` select, in the order a run takes them
+    /// (with `apply --batch`, each with its batch), and exit without connecting to any.
+    // `requires` is met by any member of the inventory's group (clap issue 4707), so the
+    // other members are named as conflicts.
+    #[arg(long, requires = "inventory", conflicts_with_all = ["local", "host"])]
+    pub list_hosts: bool,
 }
 
 /// `upgrade apply MANIFEST|PLAN (--local | --host H | -i INVENTORY)`
@@ -391,14 +408,26 @@ pub struct ApplyArgs {
     /// The inventory's nodes.
     #[command(flatten)]
     pub fleet: FleetArgs,
-    /// With `-i`: once more than this many nodes have failed (`2`, or a share: `10%`),
-    /// no further node starts. Default: every node runs.
-    #[arg(long, value_name = "N|P%", requires = "inventory")]
+    /// With `-i`: once more than this many nodes have failed while being changed (`2`, or
+    /// a share of the selected nodes: `10%`), no further node starts and the rest are
+    /// reported skipped. Unreachable nodes (no connection, or no answer to the probe) and
+    /// nodes refused before any change do not count. Default: every node runs.
+    #[arg(long, value_name = "N|P%", requires = "inventory", conflicts_with_all = ["local", "host"])]
     pub max_fail: Option<crate::fleet::Threshold>,
-    /// With `-i`: converge this many nodes (`4`, or `25%`) and finish them before the
-    /// next batch starts (a rolling upgrade). Default: one batch.
-    #[arg(long, value_name = "N|P%", requires = "inventory")]
-    pub batch: Option<crate::fleet::Threshold>,
+    /// With `--max-fail`: unreachable nodes count as failed too.
+    #[arg(long, requires = "max_fail")]
+    pub unreachable_fails: bool,
+    /// With `-i`: the batches, in inventory order, each finished before the next starts
+    /// (a rolling upgrade): one size (`4`, `25%`) or Ansible's `serial` list, e.g.
+    /// `1,10%,100%` (a canary, a tenth of the fleet, then the rest); the last size repeats
+    /// until every node is taken. Default: one batch.
+    #[arg(long, value_name = "N|P%[,...]", requires = "inventory", conflicts_with_all = ["local", "host"])]
+    pub batch: Option<crate::fleet::BatchList>,
+    /// With `--batch`: after the first batch (the canary) ends, ask on the terminal
+    /// whether to go on. With no terminal to ask on, the run stops there and the rest are
+    /// reported not started (run again without it to go on); `--yes` does not answer it.
+    #[arg(long, requires = "batch")]
+    pub pause_after_canary: bool,
     /// With `-i`: where the run's per-node logs and summary go. Default:
     /// `$XDG_STATE_HOME/cuda-upgrade/runs/RUN` (else `~/.local/state/…`).
     #[arg(long, value_name = "DIR", requires = "inventory")]

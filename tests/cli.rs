@@ -755,3 +755,176 @@ fn inventory_comes_from_the_environment() {
         stderr(&both)
     );
 }
+
+/// See: issue 18, item 5: `--list-hosts` on every verb that takes `-i` prints the hosts
+/// the inventory and `--limit` select, in order, with their batch under `apply --batch`,
+/// and connects to none (the inventory's addresses answer nothing).
+#[test]
+fn list_hosts_prints_the_selection_in_order_with_batches_and_connects_to_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("inventory.ini");
+    std::fs::write(
+        &inventory,
+        "[gpu]\nnode[0:4] ansible_host=192.0.2.1 ansible_port=9\n[login]\nlogin1\n",
+    )
+    .unwrap();
+    let inventory = inventory.to_str().unwrap();
+    let manifest = "manifests/sglang-0.5.9-cu130.yaml";
+    let output = upgrade(&[
+        "apply",
+        manifest,
+        "-i",
+        inventory,
+        "--limit",
+        "gpu",
+        "--batch",
+        "1,50%,100%",
+        "--list-hosts",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "node0  batch 1\nnode1  batch 2\nnode2  batch 2\nnode3  batch 2\nnode4  batch 3\n"
+    );
+    let output = upgrade(&[
+        "apply",
+        manifest,
+        "-i",
+        inventory,
+        "--batch",
+        "2",
+        "--list-hosts",
+        "--format",
+        "json",
+    ]);
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let batches: Vec<(String, u64)> = listed["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|host| {
+            (
+                host["host"].as_str().unwrap().to_string(),
+                host["batch"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        batches,
+        [
+            ("node0", 1),
+            ("node1", 1),
+            ("node2", 2),
+            ("node3", 2),
+            ("node4", 3),
+            ("login1", 3)
+        ]
+        .map(|(host, batch)| (host.to_string(), batch))
+    );
+    // plan, status and rollback take it too, without batches.
+    for verb in [
+        vec!["plan", manifest],
+        vec!["status", manifest],
+        vec!["rollback"],
+    ] {
+        let mut args = verb.clone();
+        args.extend(["-i", inventory, "--limit", "gpu:!node1", "--list-hosts"]);
+        let output = upgrade(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{verb:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stdout(&output), "node0\nnode2\nnode3\nnode4\n", "{verb:?}");
+    }
+    // A pattern that matches nothing is invalid input, as for a run.
+    let output = upgrade(&[
+        "status",
+        manifest,
+        "-i",
+        inventory,
+        "--limit",
+        "rack9",
+        "--list-hosts",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("rack9"), "{}", stderr(&output));
+    // Without an inventory there is nothing to list: refused, never a run on `--host`.
+    let output = upgrade(&[
+        "apply",
+        manifest,
+        "--host",
+        "node0",
+        "--list-hosts",
+        "--yes",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--list-hosts"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// See: issue 18, item 2: `--batch` takes a count, a percentage or Ansible's `serial`
+/// list; a batch of none, a percentage over 100 and a list with a hole are refused with
+/// the entry named, and `--pause-after-canary` needs batches.
+#[test]
+fn batch_lists_are_parsed_and_bad_entries_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("inventory.yml");
+    std::fs::write(&inventory, "all:\n  hosts:\n    node[0:9]:\n").unwrap();
+    let inventory = inventory.to_str().unwrap();
+    let list = |batch: &str| {
+        let output = upgrade(&[
+            "apply",
+            "manifests/sglang-0.5.9-cu130.yaml",
+            "-i",
+            inventory,
+            "--batch",
+            batch,
+            "--list-hosts",
+        ]);
+        let batches: Vec<String> = stdout(&output)
+            .lines()
+            .map(|line| line.rsplit(' ').next().unwrap().to_string())
+            .collect();
+        (output, batches.join(""))
+    };
+    for (batch, wanted) in [
+        ("1,10%,100%", "1233333333"),
+        ("3", "1112223334"),
+        ("25%", "1112223334"),
+        ("1,2", "1223344556"),
+        ("100%", "1111111111"),
+    ] {
+        let (output, batches) = list(batch);
+        assert!(output.status.success(), "{batch}: {}", stderr(&output));
+        assert_eq!(batches, wanted, "{batch}");
+    }
+    for (batch, named) in [
+        ("1,0,100%", "`0`"),
+        ("150%", "`150%`"),
+        ("1,,2", "``"),
+        ("x", "`x`"),
+    ] {
+        let (output, _) = list(batch);
+        assert_eq!(output.status.code(), Some(2), "{batch}");
+        assert!(
+            stderr(&output).contains(named),
+            "{batch}: {}",
+            stderr(&output)
+        );
+    }
+    let output = upgrade(&[
+        "apply",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "-i",
+        inventory,
+        "--pause-after-canary",
+        "--yes",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--batch"), "{}", stderr(&output));
+}

@@ -330,7 +330,8 @@ fn each_failure_among_eight_nodes_is_named_and_the_others_converge_without_waiti
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
             .unwrap();
     let node5 = node(&report, "node5");
-    assert_eq!(node5["result"], "failed", "{node5:#}");
+    // Unreachable (issue 18): a probe that never answers is no change that failed.
+    assert_eq!(node5["result"], "unreachable", "{node5:#}");
     assert!(
         node5["cause"]
             .as_str()
@@ -1107,4 +1108,334 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
             .contains("pip install of the earlier packages failed"),
         "{rollback:#}"
     );
+}
+
+/// `plan MANIFEST -i INVENTORY` with `extra` flags: its exit code and JSON.
+fn plan_fleet(
+    testbed: &Testbed,
+    manifest: &Path,
+    snapshot: &Path,
+    inventory: &Path,
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let ssh_config = testbed.ssh_config().unwrap();
+    let mut args = vec![
+        "plan",
+        manifest.to_str().unwrap(),
+        "-i",
+        inventory.to_str().unwrap(),
+        "--ssh-config",
+        &ssh_config,
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+        "--detailed-exitcode",
+    ];
+    args.extend_from_slice(extra);
+    let output = upgrade(testbed, &args);
+    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    (output.status.code(), report, text(&output))
+}
+
+/// `upgrade ARGS` on a terminal (a pseudo-terminal `script` makes), `answer` typed in.
+fn upgrade_on_terminal(testbed: &Testbed, args: &[&str], answer: &str) -> Output {
+    use std::io::Write;
+    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_upgrade"))
+        .chain(args.iter().copied())
+        .map(cuda_upgrade::shell::quote)
+        .collect();
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env("PIP_INDEX_URL", testbed.index("default").unwrap())
+        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Where in `progress` (the plain progress lines) `needle` first appears.
+fn position(progress: &str, needle: &str) -> usize {
+    let found = progress.find(needle);
+    assert!(found.is_some(), "no `{needle}` in {progress}");
+    found.unwrap()
+}
+
+/// See: issue 18, "Done when": `--batch 1,50%,100%` with `--max-fail 0` and a failing
+/// canary stops after the canary (the other nodes untouched, reported skipped); with a
+/// healthy canary every batch runs, in order; a node unreachable from the start does not
+/// stop the others (unless `--unreachable-fails`). Item 5: `plan -i` plans every node
+/// at once, one line each, with `plan`'s exit codes; `--pause-after-canary` with no
+/// terminal stops after the canary.
+#[test]
+fn a_failing_canary_stops_the_batches_and_a_healthy_one_lets_them_run_in_order() {
+    if skip("a_failing_canary_stops_the_batches_and_a_healthy_one_lets_them_run_in_order") {
+        return;
+    }
+    let work = work_dir("fleet-canary");
+    let (testbed, manifest, snapshot) = fleet(3, &work, |text| text);
+    // `closed`: nothing listens where the inventory says it is (down for repair). With
+    // four hosts, `1,50%,100%` is batches of 1, 2 and 1: node0 | node1, closed | node2.
+    let node0_ip = testbed.node_ip("node0").unwrap();
+    let inventory = inventory(
+        &work,
+        "inventory.yml",
+        &format!(
+            "all:\n  hosts:\n    node0:\n    node1:\n    closed:\n      ansible_host: {node0_ip}\n      ansible_port: 1\n    node2:\n"
+        ),
+    );
+
+    // The fleet plan: every node has changes, `closed` is unreachable: exit 1.
+    let (code, plan, output) = plan_fleet(
+        &testbed,
+        &manifest,
+        &snapshot,
+        &inventory,
+        &["--format", "json"],
+    );
+    assert_eq!(code, Some(1), "{output}");
+    let states: Vec<(&str, &str)> = plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| {
+            (
+                node["host"].as_str().unwrap(),
+                node["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("node0", "changes"),
+            ("node1", "changes"),
+            ("closed", "unreachable"),
+            ("node2", "changes")
+        ],
+        "{plan:#}"
+    );
+    let node0 = &plan["nodes"][0];
+    assert!(node0["changes"].as_u64().unwrap() >= 3, "{node0:#}");
+    assert!(
+        node0["steps"].to_string().contains("pip") && node0["plan"]["steps"].is_array(),
+        "{node0:#}"
+    );
+    // Without the unreachable one: changes, exit 2; one text line a node.
+    let (code, _, output) = plan_fleet(
+        &testbed,
+        &manifest,
+        &snapshot,
+        &inventory,
+        &["--limit", "node*"],
+    );
+    assert_eq!(code, Some(2), "{output}");
+    for host in ["node0", "node1", "node2"] {
+        assert!(
+            output
+                .lines()
+                .any(|line| line.starts_with(host) && line.contains(" changes (")),
+            "{host}: {output}"
+        );
+    }
+    assert!(output.contains("3 nodes planned"), "{output}");
+
+    // node0, the canary, fails while being changed: its `ldconfig` rebuild exits 1.
+    testbed
+        .ssh_ok(
+            "node0",
+            "mkdir -p /usr/local/sbin && printf '%s\\n' '#!/bin/sh' 'case \"$*\" in *-p*) exec /sbin/ldconfig \"$@\";; esac' 'echo ldconfig: broken on purpose >&2' 'exit 1' > /usr/local/sbin/ldconfig && chmod 755 /usr/local/sbin/ldconfig",
+        )
+        .unwrap();
+    let batches = ["--batch", "1,50%,100%", "--max-fail", "0", "--no-verify"];
+    let run = |name: &str, extra: &[&str]| {
+        let run_dir = work.join(name);
+        let mut args = batches.to_vec();
+        args.extend_from_slice(&["--run-dir", run_dir.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        apply_fleet(&testbed, &manifest, &snapshot, &inventory, &args)
+    };
+    let (output, report) = run("failing-canary", &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(report["batches"], 3, "{report:#}");
+    let node0 = node(&report, "node0");
+    assert_eq!(
+        (&node0["result"], &node0["batch"]),
+        (&"failed".into(), &1.into()),
+        "{node0:#}"
+    );
+    for (host, batch) in [("node1", 2), ("node2", 3)] {
+        let skipped = node(&report, host);
+        assert_eq!(skipped["result"], "skipped", "{skipped:#}");
+        assert_eq!(skipped["batch"], batch, "{skipped:#}");
+        let cause = skipped["cause"].as_str().unwrap();
+        assert!(
+            cause.contains("not started") && cause.contains("--max-fail 0"),
+            "{skipped:#}"
+        );
+        // Untouched: the packages are the persona's.
+        let freeze = testbed.ssh_ok(host, "/opt/ml-env/bin/pip freeze").unwrap();
+        assert!(freeze.contains("torch==2.9.1\n"), "{host}: {freeze}");
+    }
+    // Unreachable from the start: named as such, whatever the batches did.
+    assert_eq!(
+        node(&report, "closed")["result"],
+        "unreachable",
+        "{report:#}"
+    );
+    assert!(
+        report["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("1 node failed"),
+        "{report:#}"
+    );
+    let progress = String::from_utf8_lossy(&output.stderr);
+    assert!(progress.contains("batch 1/3: node0"), "{progress}");
+    assert!(!progress.contains("batch 2/3"), "{progress}");
+
+    // A healthy canary: every batch runs, each after the one before it ended, and the
+    // unreachable node (batch 2) stops none of them.
+    testbed
+        .ssh_ok("node0", "rm /usr/local/sbin/ldconfig")
+        .unwrap();
+    let (output, report) = run("healthy-canary", &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    for host in ["node0", "node1", "node2"] {
+        assert_eq!(node(&report, host)["result"], "converged", "{report:#}");
+    }
+    assert_eq!(
+        node(&report, "closed")["result"],
+        "unreachable",
+        "{report:#}"
+    );
+    assert!(report["stopped"].is_null(), "{report:#}");
+    let progress = String::from_utf8_lossy(&output.stderr);
+    let node0_ended = position(&progress, "node0: converged");
+    let batch2 = position(&progress, "batch 2/3: node1, closed");
+    let node1_ended = position(&progress, "node1: converged");
+    let batch3 = position(&progress, "batch 3/3: node2");
+    let node2_ended = position(&progress, "node2: converged");
+    assert!(
+        node0_ended < batch2
+            && batch2 < node1_ended
+            && node1_ended < batch3
+            && batch3 < node2_ended,
+        "{progress}"
+    );
+    let summary = std::fs::read_to_string(work.join("healthy-canary/summary.json")).unwrap();
+    assert!(summary.contains("\"batch\": 3"), "{summary}");
+
+    // `--unreachable-fails`: the unreachable node counts, so batch 3 never starts.
+    let (output, report) = run("unreachable-fails", &["--unreachable-fails"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert_eq!(node(&report, "node1")["result"], "unchanged", "{report:#}");
+    let node2 = node(&report, "node2");
+    assert_eq!(node2["result"], "skipped", "{node2:#}");
+
+    // `--pause-after-canary` with no terminal to ask on: the canary runs, the rest are
+    // not started, and the text summary says how to go on.
+    let ssh_config = testbed.ssh_config().unwrap();
+    let output = upgrade(
+        &testbed,
+        &[
+            "apply",
+            "--yes",
+            manifest.to_str().unwrap(),
+            "-i",
+            inventory.to_str().unwrap(),
+            "--limit",
+            "node*",
+            "--ssh-config",
+            &ssh_config,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--no-verify",
+            "--batch",
+            "1,100%",
+            "--pause-after-canary",
+            "--run-dir",
+            work.join("paused").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        summary.lines().any(|line| line.starts_with("node0")
+            && line.contains("1/2")
+            && line.contains("unchanged")),
+        "{summary}"
+    );
+    for host in ["node1", "node2"] {
+        assert!(
+            summary
+                .lines()
+                .any(|line| line.starts_with(host) && line.contains("skipped")),
+            "{host}: {summary}"
+        );
+    }
+    assert!(
+        summary.contains("stopped: the run paused after the canary batch")
+            && summary.contains("without --pause-after-canary"),
+        "{summary}"
+    );
+
+    // On a terminal the run asks after the canary; declining starts no further node.
+    let paused = work.join("declined");
+    let mut args = vec![
+        "apply",
+        "--yes",
+        manifest.to_str().unwrap(),
+        "-i",
+        inventory.to_str().unwrap(),
+        "--limit",
+        "node*",
+        "--ssh-config",
+        &ssh_config,
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+        "--no-verify",
+        "--batch",
+        "1,100%",
+        "--pause-after-canary",
+        "--format",
+        "json",
+    ];
+    args.extend(["--run-dir", paused.to_str().unwrap()]);
+    let output = upgrade_on_terminal(&testbed, &args, "n\n");
+    let shown = text(&output);
+    assert!(shown.contains("The canary batch ended (node0)"), "{shown}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(paused.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(node(&report, "node0")["result"], "unchanged", "{report:#}");
+    for host in ["node1", "node2"] {
+        let skipped = node(&report, host);
+        assert_eq!(skipped["result"], "skipped", "{skipped:#}");
+        assert!(
+            skipped["cause"].as_str().unwrap().contains("declined"),
+            "{skipped:#}"
+        );
+    }
+
+    // Every node converged: the fleet plan has nothing to do, exit 0.
+    let (code, plan, output) = plan_fleet(
+        &testbed,
+        &manifest,
+        &snapshot,
+        &inventory,
+        &["--limit", "node*", "--format", "json"],
+    );
+    assert_eq!(code, Some(0), "{output}");
+    assert_eq!(plan["ok"], true, "{plan:#}");
+    for planned in plan["nodes"].as_array().unwrap() {
+        assert_eq!(planned["state"], "converged", "{planned:#}");
+    }
 }

@@ -1,110 +1,144 @@
-//! `upgrade apply MANIFEST -i INVENTORY`: converge an inventory's nodes (the work is
-//! [`crate::fleet::converge_fleet`]); this file reads the inventory, shows progress (one
-//! line a node on a terminal, plain lines otherwise), writes each node's log and the
-//! run's summary into the run directory, and prints the summary table or JSON.
+//! The inventory verbs: `apply -i` (the work is [`crate::fleet::converge_fleet`]),
+//! `plan -i` ([`crate::fleet::plan::plan_fleet`]) and `--list-hosts` on every verb that
+//! takes `-i`. This file reads the flags, asks what only a terminal can answer, writes
+//! the run's summary into the run directory, and prints the summary table or JSON.
 
-use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
+mod display;
+
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
-use crate::cli::{ApplyArgs, ApplyFormat, FleetArgs, SshArgs};
+use crate::cli::{ApplyArgs, ApplyFormat, FleetArgs, PlanArgs, PlanFormat, SshArgs};
 use crate::commands::{CommandError, ExitStatus, runtime};
 use crate::converge::{self, ApplyOptions, Prepared};
 use crate::exec::ApplyContext;
 use crate::exec::node_lock::LockHolder;
-use crate::fleet::{self, FleetNode, FleetOptions, FleetProgress, FleetTarget};
-use crate::inventory::{self, InventoryHost};
+use crate::fleet::plan::{PlanOptions, PlanState};
+use crate::fleet::{
+    self, AfterCanary, BatchList, CanaryEnd, FleetOptions, FleetTarget, SelectError, Selected,
+};
+use crate::inventory::InventoryHost;
 use crate::printer::Printer;
-use crate::report::{self, text_value};
-use crate::transport::{HostKeyPolicy, SshOptions, SshTransport, Transport, TransportError};
+use crate::report;
 
-/// The inventory's selected hosts and the SSH options that reach them (a run's own
-/// `ssh_config` when hosts carry connection settings).
-pub struct Selected {
-    /// The hosts, in inventory order.
-    pub hosts: Vec<InventoryHost>,
-    /// How to reach them.
-    pub ssh: SshOptions,
-}
+use display::FleetDisplay;
 
 /// Read the inventory, apply `--limit`, and write the run's `ssh_config` into `run_dir`.
 pub fn select(fleet: &FleetArgs, ssh: &SshArgs, run_dir: &Path) -> Result<Selected, CommandError> {
-    let path = fleet
+    let path = inventory_path(fleet)?;
+    fleet::select(
+        path,
+        fleet.limit.as_deref(),
+        super::node::ssh_options(ssh),
+        run_dir,
+    )
+    .map_err(|error| match error {
+        SelectError::Inventory(error) => CommandError::Inventory(error),
+        SelectError::SshConfig(error) => {
+            CommandError::Output(std::io::Error::other(report::error_chain(&error)))
+        }
+    })
+}
+
+fn inventory_path(fleet: &FleetArgs) -> Result<&Path, CommandError> {
+    fleet
         .inventory
         .as_deref()
-        .ok_or_else(|| CommandError::Output(std::io::Error::other("no inventory given")))?;
-    let inventory = inventory::load(path)?;
-    let hosts = inventory::select(&inventory, fleet.limit.as_deref())?;
-    let config = inventory::write_ssh_config(run_dir, &hosts, ssh.ssh_config.as_deref()).map_err(
-        |error| CommandError::Output(std::io::Error::other(report::error_chain(&error))),
-    )?;
-    Ok(Selected {
-        hosts: hosts.into_iter().cloned().collect(),
-        ssh: SshOptions {
-            config_file: config.or_else(|| ssh.ssh_config.clone()),
-            known_hosts_file: ssh.known_hosts.clone(),
-            host_keys: if ssh.accept_new_host_keys {
-                HostKeyPolicy::AcceptNew
-            } else {
-                HostKeyPolicy::Strict
-            },
-            connect_timeout: None,
-            command_timeout: ssh.command_timeout,
-        },
-    })
+        .ok_or_else(|| CommandError::Output(std::io::Error::other("no inventory given")))
 }
 
-/// Run `work` on every selected host, at most `parallel` at once, each with its own SSH
-/// connection (or the reason it could not be made); results in inventory order.
-pub async fn each_host<'a, T, F, Fut>(selected: &'a Selected, parallel: usize, work: F) -> Vec<T>
-where
-    F: Fn(&'a InventoryHost, Result<Transport, TransportError>) -> Fut,
-    Fut: std::future::Future<Output = T>,
-{
-    let slots = tokio::sync::Semaphore::new(parallel.max(1));
-    futures_util::future::join_all(selected.hosts.iter().map(|host| {
-        let (slots, work) = (&slots, &work);
-        async move {
-            let _slot = slots.acquire().await.ok();
-            let transport = SshTransport::connect(&host.name, &selected.ssh)
-                .await
-                .map(Transport::Ssh);
-            work(host, transport).await
-        }
-    }))
-    .await
+/// `--list-hosts`: the selected hosts in order (with their batch under `batch`), as text
+/// or JSON; nothing is connected to.
+pub fn list_hosts(
+    fleet: &FleetArgs,
+    batch: Option<&BatchList>,
+    json: bool,
+    printer: &mut Printer,
+) -> Result<ExitStatus, CommandError> {
+    let hosts = fleet::hosts(inventory_path(fleet)?, fleet.limit.as_deref())?;
+    let listed = fleet::list(&hosts, batch);
+    let text = if json {
+        json_text(&serde_json::json!({ "hosts": listed }))?
+    } else {
+        report::fleet::host_list(&listed)
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(ExitStatus::Success)
 }
 
-/// The run directory: `--run-dir`, else the default runs directory's `RUN`.
-pub fn run_dir(explicit: Option<&Path>, run: &str) -> PathBuf {
-    explicit.map(Path::to_path_buf).unwrap_or_else(|| {
-        crate::settings::default_runs_dir()
-            .unwrap_or_else(|| PathBuf::from(".cuda-upgrade/runs"))
-            .join(run)
-    })
+/// Pretty JSON with a final newline.
+fn json_text(value: &serde_json::Value) -> Result<String, CommandError> {
+    let mut text =
+        serde_json::to_string_pretty(value).map_err(|error| CommandError::Output(error.into()))?;
+    text.push('\n');
+    Ok(text)
 }
 
-/// Converge the inventory's nodes.
-pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let base: Prepared = converge::load(&args.target)?;
-    let holder = LockHolder::this_process(
-        crate::settings::controller_host().unwrap_or_else(|| "unknown".to_string()),
-        crate::settings::controller_user(),
-    );
-    let run = format!("{}-{}", holder.started, holder.pid);
-    let run_dir = run_dir(args.run_dir.as_deref(), &run);
-    let selected = select(&args.fleet, &args.ssh, &run_dir)?;
-    let targets: Vec<FleetTarget> = selected
-        .hosts
+fn targets(hosts: &[InventoryHost]) -> Vec<FleetTarget> {
+    hosts
         .iter()
         .map(|host| FleetTarget {
             name: host.name.clone(),
             python: host.python.clone(),
             vars: host.vars.clone(),
         })
-        .collect();
+        .collect()
+}
+
+/// `plan MANIFEST -i INVENTORY`: every selected node planned at once, one line a node.
+pub fn plan(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    if args.fleet.list_hosts {
+        return list_hosts(&args.fleet, None, args.format == PlanFormat::Json, printer);
+    }
+    let base: Prepared = converge::load(&args.manifest)?;
+    let run_dir = fleet::run_dir(None, &format!("plan-{}", std::process::id()));
+    let selected = select(&args.fleet, &args.ssh, &run_dir)?;
+    let hash_command = format!(
+        "upgrade index hash {} --host NODE",
+        crate::shell::quote(&args.manifest.display().to_string())
+    );
+    let live = super::live_options(&args.live)?;
+    let options = PlanOptions {
+        ssh: selected.ssh,
+        parallel: args.fleet.parallel,
+        snapshot: args.snapshot.as_deref(),
+        live: live.as_ref(),
+        hash_command: &hash_command,
+    };
+    let targets = targets(&selected.hosts);
+    let outcome = runtime()?.block_on(fleet::plan::plan_fleet(&targets, &base, &options))?;
+    let text = match args.format {
+        PlanFormat::Json => json_text(&serde_json::json!({
+            "ok": outcome.worst() <= PlanState::Changes,
+            "seconds": outcome.seconds,
+            "nodes": outcome.nodes,
+        }))?,
+        PlanFormat::Text => report::fleet::plan_summary(&outcome),
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(match outcome.worst() {
+        PlanState::Converged => ExitStatus::Success,
+        PlanState::Changes if args.detailed_exitcode => ExitStatus::Changes,
+        PlanState::Changes => ExitStatus::Success,
+        PlanState::Blocked | PlanState::Unreachable | PlanState::Error => ExitStatus::Failure,
+    })
+}
+
+/// `apply MANIFEST -i INVENTORY`: converge the inventory's nodes.
+pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    if args.fleet.list_hosts {
+        let json = args.format == ApplyFormat::Json;
+        return list_hosts(&args.fleet, args.batch.as_ref(), json, printer);
+    }
+    let base: Prepared = converge::load(&args.target)?;
+    let holder = LockHolder::this_process(
+        crate::settings::controller_host().unwrap_or_else(|| "unknown".to_string()),
+        crate::settings::controller_user(),
+    );
+    let run = format!("{}-{}", holder.started, holder.pid);
+    let run_dir = fleet::run_dir(args.run_dir.as_deref(), &run);
+    let selected = select(&args.fleet, &args.ssh, &run_dir)?;
+    let targets = targets(&selected.hosts);
     super::node::confirm_fleet(
         args.yes,
         &args.target,
@@ -138,10 +172,24 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     );
     let live = super::live_options(&args.live)?;
     let fixed = args.lock.as_deref().map(converge::read_lock).transpose()?;
+    let display = FleetDisplay::new(
+        &run_dir,
+        std::io::stderr().is_terminal() && args.format == ApplyFormat::Text,
+        printer.quiet(),
+    )?;
+    let ask = |end: &CanaryEnd| {
+        display.suspend(|| super::node::confirm("", &report::fleet::canary_question(end)))
+    };
     let options = FleetOptions {
         parallel: args.fleet.parallel,
         max_fail: args.max_fail,
-        batch: args.batch,
+        unreachable_fails: args.unreachable_fails,
+        batch: args.batch.clone(),
+        after_canary: match (args.pause_after_canary, std::io::stdin().is_terminal()) {
+            (false, _) => AfterCanary::Continue,
+            (true, true) => AfterCanary::Ask(&ask),
+            (true, false) => AfterCanary::Stop,
+        },
         ssh: selected.ssh,
         apply: ApplyOptions {
             saved: fixed.as_ref().map(converge::Saved::Lock),
@@ -157,22 +205,17 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             confirm: None,
         },
     };
-    let display = FleetDisplay::new(
-        &run_dir,
-        std::io::stderr().is_terminal() && args.format == ApplyFormat::Text,
-        printer.quiet(),
-    )?;
     let outcome = runtime()?.block_on(fleet::converge_fleet(&targets, &base, &options, &display));
     display.close();
-    let mut json = serde_json::to_string_pretty(&serde_json::json!({
+    let json = json_text(&serde_json::json!({
         "run": outcome.run,
         "ok": outcome.ok,
         "seconds": outcome.seconds,
         "run_dir": run_dir,
+        "batches": outcome.batches,
+        "stopped": outcome.stopped,
         "nodes": outcome.nodes,
-    }))
-    .map_err(|error| CommandError::Output(error.into()))?;
-    json.push('\n');
+    }))?;
     fs_err::write(run_dir.join("summary.json"), &json).map_err(CommandError::Output)?;
     match args.format {
         ApplyFormat::Json => printer.out(&json).map_err(CommandError::Output)?,
@@ -185,129 +228,4 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     } else {
         ExitStatus::Failure
     })
-}
-
-/// A fleet's progress on stderr and in per-node logs.
-struct FleetDisplay {
-    started: Instant,
-    dir: PathBuf,
-    /// On a terminal: one line a node, redrawn.
-    bars: Option<(
-        indicatif::MultiProgress,
-        Mutex<HashMap<String, indicatif::ProgressBar>>,
-    )>,
-    logs: Mutex<HashMap<String, fs_err::File>>,
-    /// `-q`: the logs only.
-    quiet: bool,
-}
-
-impl FleetDisplay {
-    fn new(dir: &Path, terminal: bool, quiet: bool) -> Result<Self, CommandError> {
-        fs_err::create_dir_all(dir).map_err(CommandError::Output)?;
-        Ok(Self {
-            started: Instant::now(),
-            dir: dir.to_path_buf(),
-            bars: (terminal && !quiet)
-                .then(|| (indicatif::MultiProgress::new(), Mutex::new(HashMap::new()))),
-            logs: Mutex::new(HashMap::new()),
-            quiet,
-        })
-    }
-
-    /// Append a line to `host`'s log (`DIR/HOST.log`); a log that cannot be written is
-    /// skipped (the summary still says how the node ended).
-    fn log(&self, host: &str, line: &str) {
-        let Ok(mut logs) = self.logs.lock() else {
-            return;
-        };
-        if !logs.contains_key(host) {
-            let path = self.dir.join(format!("{host}.log"));
-            if let Ok(file) = fs_err::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-            {
-                logs.insert(host.to_string(), file);
-            }
-        }
-        if let Some(file) = logs.get_mut(host) {
-            let _ = writeln!(
-                file,
-                "[{:>7.1}s] {line}",
-                self.started.elapsed().as_secs_f64()
-            );
-        }
-    }
-
-    fn bar(&self, host: &str) -> Option<indicatif::ProgressBar> {
-        let (multi, bars) = self.bars.as_ref()?;
-        let mut bars = bars.lock().ok()?;
-        Some(
-            bars.entry(host.to_string())
-                .or_insert_with(|| {
-                    let bar = multi.add(indicatif::ProgressBar::new_spinner());
-                    if let Ok(style) = indicatif::ProgressStyle::with_template(
-                        "{spinner} {prefix} {elapsed:>4} {wide_msg}",
-                    ) {
-                        bar.set_style(style);
-                    }
-                    bar.set_prefix(text_value(host));
-                    bar.enable_steady_tick(Duration::from_millis(200));
-                    bar
-                })
-                .clone(),
-        )
-    }
-
-    fn close(&self) {
-        if let Some((multi, _)) = &self.bars {
-            let _ = multi.clear();
-        }
-    }
-}
-
-impl FleetProgress for FleetDisplay {
-    fn step(&self, host: &str, what: &str) {
-        self.log(host, what);
-        match self.bar(host) {
-            Some(bar) => bar.set_message(text_value(what)),
-            None if self.quiet => {}
-            None => eprintln!(
-                "[{:>7.1}s] {}: {}",
-                self.started.elapsed().as_secs_f64(),
-                text_value(host),
-                text_value(what)
-            ),
-        }
-    }
-
-    fn finished(&self, node: &FleetNode) {
-        let line = report::fleet::node_line(node);
-        self.log(&node.host, &line);
-        for step in &node.steps {
-            self.log(
-                &node.host,
-                &format!(
-                    "  {} {}: {}",
-                    step.outcome,
-                    step.kind,
-                    text_value(&step.reason)
-                ),
-            );
-        }
-        if let Some(detail) = &node.detail {
-            for detail_line in detail.lines() {
-                self.log(&node.host, &format!("  | {}", text_value(detail_line)));
-            }
-        }
-        match self.bar(&node.host) {
-            Some(bar) => bar.finish_with_message(line),
-            None if self.quiet => {}
-            None => eprintln!(
-                "[{:>7.1}s] {}: {line}",
-                self.started.elapsed().as_secs_f64(),
-                text_value(&node.host)
-            ),
-        }
-    }
 }

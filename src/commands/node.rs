@@ -14,31 +14,35 @@ use crate::transport::{HostKeyPolicy, SshOptions};
 
 /// `--local` or `--host H` with its SSH settings (clap guarantees exactly one).
 pub fn selection(node: &NodeArgs, ssh: &SshArgs) -> NodeSelection {
-    let NodeArgs { local, host } = node;
+    match &node.host {
+        Some(host) => NodeSelection::Host {
+            host: host.clone(),
+            options: ssh_options(ssh),
+        },
+        None => NodeSelection::Local {
+            command_timeout: ssh.command_timeout,
+        },
+    }
+}
+
+/// The SSH settings as the transport takes them.
+pub fn ssh_options(ssh: &SshArgs) -> SshOptions {
     let SshArgs {
         ssh_config,
         known_hosts,
         accept_new_host_keys,
         command_timeout,
     } = ssh;
-    match (local, host) {
-        (_, Some(host)) => NodeSelection::Host {
-            host: host.clone(),
-            options: SshOptions {
-                config_file: ssh_config.clone(),
-                known_hosts_file: known_hosts.clone(),
-                host_keys: if *accept_new_host_keys {
-                    HostKeyPolicy::AcceptNew
-                } else {
-                    HostKeyPolicy::Strict
-                },
-                connect_timeout: None,
-                command_timeout: *command_timeout,
-            },
+    SshOptions {
+        config_file: ssh_config.clone(),
+        known_hosts_file: known_hosts.clone(),
+        host_keys: if *accept_new_host_keys {
+            HostKeyPolicy::AcceptNew
+        } else {
+            HostKeyPolicy::Strict
         },
-        (_, None) => NodeSelection::Local {
-            command_timeout: *command_timeout,
-        },
+        connect_timeout: None,
+        command_timeout: *command_timeout,
     }
 }
 

@@ -1,7 +1,8 @@
 //! `upgrade plan MANIFEST (--local | --host H | --facts FILE) [--lock FILE] [-o PLAN]`:
 //! what `apply` would do on the node, step by step with its commands; changes nothing.
 //! With `--lock FILE` that lock is planned as it is (checked against the manifest's
-//! digest and the node's facts) instead of resolving. With
+//! digest and the node's facts) instead of resolving. With `-i INVENTORY`, one line a
+//! node ([`super::fleet::plan`]). With
 //! `--wheels DIR` the lock's wheels found there are ABI-checked before anything is
 //! installed, and a missing symbol blocks the pip step.
 
@@ -22,6 +23,9 @@ use crate::text::text_value;
 
 /// Plan the node and print (and optionally save) the plan.
 pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    if args.fleet.inventory.is_some() {
+        return super::fleet::plan(args, printer);
+    }
     let (prepared, unset) = converge::prepare_for_plan(&args.manifest)?;
     let (node_name, facts) = match (&args.facts, args.node.local, &args.node.host) {
         (Some(path), _, _) => ("facts".to_string(), NodeFacts::read(path)?),

@@ -48,6 +48,10 @@ async fn one(transport: Transport, options: &RollbackOptions<'_>) -> NodeResult 
 
 /// Roll the nodes back.
 pub fn run(args: &RollbackArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    if args.fleet.list_hosts {
+        let json = args.format == ApplyFormat::Json;
+        return super::fleet::list_hosts(&args.fleet, None, json, printer);
+    }
     let holder = LockHolder::this_process(
         crate::settings::controller_host().unwrap_or_else(|| "unknown".to_string()),
         crate::settings::controller_user(),
@@ -60,10 +64,10 @@ pub fn run(args: &RollbackArgs, printer: &mut Printer) -> Result<ExitStatus, Com
     let results = runtime()?.block_on(async {
         if args.fleet.inventory.is_some() {
             let run = format!("{}-{}", holder.started, holder.pid);
-            let run_dir = super::fleet::run_dir(None, &format!("rollback-{run}"));
+            let run_dir = crate::fleet::run_dir(None, &format!("rollback-{run}"));
             let selected = super::fleet::select(&args.fleet, &args.ssh, &run_dir)?;
             let options = &options;
-            let results = super::fleet::each_host(
+            let results = crate::fleet::each_host(
                 &selected,
                 args.fleet.parallel,
                 |host, transport| async move {

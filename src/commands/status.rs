@@ -138,8 +138,12 @@ pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
 /// `status -i INVENTORY`: every selected node at once (`--parallel` at a time); exit 0
 /// only when every node matches.
 fn run_fleet(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    if args.fleet.list_hosts {
+        let json = args.format == ApplyFormat::Json;
+        return super::fleet::list_hosts(&args.fleet, None, json, printer);
+    }
     let base = converge::load(&args.manifest)?;
-    let run_dir = super::fleet::run_dir(None, &format!("status-{}", std::process::id()));
+    let run_dir = crate::fleet::run_dir(None, &format!("status-{}", std::process::id()));
     let selected = super::fleet::select(&args.fleet, &args.ssh, &run_dir)?;
     let hash_command = format!(
         "upgrade index hash {} --host NODE",
@@ -147,7 +151,7 @@ fn run_fleet(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Com
     );
     let (base, hash_command, snapshot) = (&base, &hash_command, args.snapshot.as_deref());
     let results: Vec<Result<Status, (String, String)>> =
-        runtime()?.block_on(super::fleet::each_host(
+        runtime()?.block_on(crate::fleet::each_host(
             &selected,
             args.fleet.parallel,
             |host, transport| async move {

@@ -105,12 +105,42 @@ impl Prepared {
         python: Option<&Path>,
         vars: &BTreeMap<String, String>,
     ) -> Result<Prepared, ConvergeError> {
+        self.for_host_with(python, vars, None)
+    }
+
+    /// As [`Prepared::for_host`] for `plan`, which shows secret values only as `***`:
+    /// a `from_env` value neither the host's variables nor the controller supplies is
+    /// planned as unknown (empty) and named in the second value; `apply` needs them all.
+    pub fn for_host_plan(
+        &self,
+        python: Option<&Path>,
+        vars: &BTreeMap<String, String>,
+    ) -> Result<(Prepared, Vec<String>), ConvergeError> {
+        let missing = std::cell::RefCell::new(Vec::new());
+        let prepared = self.for_host_with(python, vars, Some(&missing))?;
+        Ok((prepared, missing.into_inner()))
+    }
+
+    /// [`Prepared::for_host`]; with `missing`, an unset value is empty and noted there.
+    fn for_host_with(
+        &self,
+        python: Option<&Path>,
+        vars: &BTreeMap<String, String>,
+        missing: Option<&std::cell::RefCell<Vec<String>>>,
+    ) -> Result<Prepared, ConvergeError> {
         let mut manifest = self.manifest.clone();
         if let Some(python) = python {
             manifest.target.python = python.to_path_buf();
         }
         let env = resolve(&manifest.env, |name| {
-            vars.get(name).cloned().or_else(|| env::var(name))
+            vars.get(name)
+                .cloned()
+                .or_else(|| env::var(name))
+                .or_else(|| {
+                    let missing = missing?;
+                    missing.borrow_mut().push(name.to_string());
+                    Some(String::new())
+                })
         })
         .map_err(ConvergeError::Env)?;
         Ok(Prepared {
@@ -133,16 +163,7 @@ pub fn prepare(path: &Path) -> Result<Prepared, ConvergeError> {
 /// values the controller may lack. Each missing one is planned as unknown (empty) and
 /// named in the second value; `apply` needs them all.
 pub fn prepare_for_plan(path: &Path) -> Result<(Prepared, Vec<String>), ConvergeError> {
-    let base = load(path)?;
-    let missing = std::cell::RefCell::new(Vec::new());
-    let env = resolve(&base.manifest.env, |name| {
-        env::var(name).or_else(|| {
-            missing.borrow_mut().push(name.to_string());
-            Some(String::new())
-        })
-    })
-    .map_err(ConvergeError::Env)?;
-    Ok((Prepared { env, ..base }, missing.into_inner()))
+    load(path)?.for_host_plan(None, &BTreeMap::new())
 }
 
 /// Load a manifest, its `from_env` values not yet resolved (each inventory host may
