@@ -154,7 +154,10 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             break_lock: args.break_lock,
             fetch: args.fetch,
             confirm: None,
+            drain: None,
+            rollback_on_failure: args.rollout.rollback_on_failure,
         },
+        drain: args.rollout.drain_settings(),
     };
     let display = FleetDisplay::new(
         &run_dir,
