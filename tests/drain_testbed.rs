@@ -4,7 +4,8 @@
 //! change, waits for its job to end, resumes every verified node (`sinfo` shows them
 //! idle), fails a node whose job outlives the bound (named, left drained), rolls a node
 //! whose verification fails back to its pre-apply bytes and leaves it drained with the
-//! failure as its reason, and never drains a node that is already converged.
+//! failure as its reason, and never drains a node that is already converged. A verified
+//! node's production service (the manifest's `service`) is up before it is resumed.
 //!
 //! Needs root (the testbed's namespaces) and Debian's Slurm (`tests/run` installs it);
 //! without root every test says why it is skipped and passes.
@@ -119,7 +120,13 @@ fn slurm_drains_each_changed_node_resumes_the_verified_and_leaves_failures_drain
     for index in 0..4 {
         install_repository(&testbed, &repo, &format!("node{index}"));
     }
-    let manifest = overlay(&testbed, &work, |text| text);
+    // The production service: the fixture server again, reachable from the host.
+    let manifest = overlay(&testbed, &work, |text| {
+        text + "service:\n  command: /opt/ml-env/bin/python3 -m sglang.launch_server \
+                --model-path /data/models/current --tp 8 --host 0.0.0.0 --port 30000\n  \
+                log: /var/log/sglang-service.log\n  health: http://127.0.0.1:30000/health\n  \
+                timeout: 2m\n"
+    });
     let snapshot = snapshot(&testbed, &manifest);
     let ssh_config = testbed.ssh_config().unwrap();
     let common = |extra: &[&str]| -> Vec<String> {
@@ -205,12 +212,22 @@ fn slurm_drains_each_changed_node_resumes_the_verified_and_leaves_failures_drain
         "{node1:#}"
     );
     assert_eq!(after["node1"].0, "idle", "{after:?}");
+    assert_eq!(node1["service"]["up"], true, "{node1:#}");
+    let node1_ip = testbed.node_ip("node1").unwrap();
+    assert_eq!(
+        common::testbed::http_status(&node1_ip, 30000, "/health").unwrap(),
+        200
+    );
     let log = std::fs::read_to_string(run_dir.join("node1.log")).unwrap();
     let drained_at = log.find("drain — taking it out of service").unwrap();
     let first_step = log.find("toolkit —").unwrap();
     let resumed_at = log.find("resume — putting it back").unwrap();
     let launched_at = log.find("verification launch").unwrap();
-    assert!(drained_at < first_step && launched_at < resumed_at, "{log}");
+    let service_at = log.find("service — starting").unwrap();
+    assert!(
+        drained_at < first_step && launched_at < service_at && service_at < resumed_at,
+        "{log}"
+    );
 
     // node2: its job outlived the bound: failed, named, left drained, nothing changed.
     let node2 = node(&report, "node2");
@@ -236,6 +253,7 @@ fn slurm_drains_each_changed_node_resumes_the_verified_and_leaves_failures_drain
     assert_eq!(node3["rollback"]["ok"], true, "{node3:#}");
     assert_eq!(node3["rollback"]["run"], run, "{node3:#}");
     assert_eq!(node3["drain"]["state"], "drained", "{node3:#}");
+    assert!(node3.get("service").is_none(), "{node3:#}");
     assert_eq!(restorable_state(&testbed, "node3"), node3_before);
     assert_eq!(
         after["node3"],

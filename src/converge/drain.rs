@@ -13,6 +13,8 @@ use serde::Serialize;
 
 use crate::transport::Transport;
 
+pub use crate::exec::service::ServiceRecord;
+
 use super::RollbackOutcome;
 
 /// What a drain integration's step failed with, e.g. a job still running past the bound.
@@ -53,18 +55,6 @@ pub struct DrainRecord {
     pub state: &'static str,
     /// What the integration said, e.g. `drained after 12.0 s waiting for job 7`.
     pub detail: Vec<String>,
-}
-
-/// How the node's production service was started again after the verification.
-#[derive(Debug, Clone, Serialize)]
-pub struct ServiceRecord {
-    /// e.g. `systemd unit \`sglang.service\``.
-    pub how: String,
-    /// It answered (active, or its health URL 200) within its bound.
-    pub up: bool,
-    /// What was seen, e.g. the unit's state or the health URL's answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
 }
 
 /// The rollback `--rollback-on-failure` ran for a failed node.

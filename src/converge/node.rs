@@ -269,6 +269,14 @@ fn failure_reason(outcome: &NodeOutcome) -> String {
     if let Some(step) = outcome.steps.iter().find(|step| step.outcome == "failed") {
         return format!("step {} failed", step.kind);
     }
+    if outcome
+        .rollout
+        .service
+        .as_ref()
+        .is_some_and(|service| !service.up)
+    {
+        return "the service did not come up".to_string();
+    }
     match &outcome.verification {
         Some(LaunchOutcome::Failed { .. }) => "verification failed".to_string(),
         Some(LaunchOutcome::Refused { .. }) => "verification refused".to_string(),
@@ -345,6 +353,7 @@ impl Run<'_> {
         closes_open_run: bool,
     ) -> Result<NodeOutcome, ConvergeError> {
         let mut outcome = self.execute(plan, lock, closes_open_run).await?;
+        self.start_service(&mut outcome).await?;
         if !outcome.ok && self.options.rollback_on_failure {
             let node = self.transport.name();
             self.reporter.step(&format!(
@@ -370,6 +379,36 @@ impl Run<'_> {
             });
         }
         Ok(outcome)
+    }
+
+    /// Start the production service again (the manifest's `service`) once a good run
+    /// changed the node or stopped its verification server; a service that is not up
+    /// within its bound fails the node.
+    async fn start_service(&self, outcome: &mut NodeOutcome) -> Result<(), ConvergeError> {
+        let Some(service) = &self.prepared.manifest.service else {
+            return Ok(());
+        };
+        let changed = outcome.steps.iter().any(|step| step.outcome == "applied");
+        if !outcome.ok || !(changed || outcome.verification.is_some()) {
+            return Ok(());
+        }
+        let node = self.transport.name();
+        self.reporter.step(&format!(
+            "{node}: service — starting {} again",
+            crate::exec::service::describe(service)
+        ));
+        let record = crate::exec::service::start(
+            self.transport,
+            service,
+            &self.prepared.manifest.target.python,
+        )
+        .await?;
+        self.reporter.done();
+        if !record.up {
+            outcome.ok = false;
+        }
+        outcome.rollout.service = Some(record);
+        Ok(())
     }
 
     /// [`Run::execute_and_undo`] with the node out of service: taken out before the

@@ -34,6 +34,7 @@ mod indexes;
 mod ldconfig;
 mod packages;
 mod pins;
+mod service;
 mod target;
 mod toolkit;
 mod verify;
@@ -242,6 +243,7 @@ const TOP_KEYS: &[&str] = &[
     "ldconfig",
     "env",
     "verify",
+    "service",
 ];
 
 struct Checker {
@@ -593,6 +595,7 @@ impl Checker {
             .map(|node| self.env(node))
             .unwrap_or_default();
         let verify = fields.take("verify").and_then(|node| self.verify(node));
+        let service = fields.take("service").and_then(|node| self.service(node));
         self.finish(fields);
 
         self.check_references(&indexes, &packages);
@@ -611,6 +614,7 @@ impl Checker {
             ldconfig,
             env,
             verify,
+            service,
         })
     }
 }
