@@ -142,11 +142,6 @@ impl Drain for Command {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test fails loudly at the first surprise"
-    )]
-
     use super::*;
 
     #[test]

@@ -165,11 +165,6 @@ impl Drain for Kubernetes {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test fails loudly at the first surprise"
-    )]
-
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 

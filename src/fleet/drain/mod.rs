@@ -234,11 +234,6 @@ pub fn for_host(
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test fails loudly at the first surprise"
-    )]
-
     use super::*;
 
     fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

@@ -113,11 +113,6 @@ impl Checker {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test fails loudly at the first surprise"
-    )]
-
     use super::super::load_str;
     use super::*;
 
