@@ -360,6 +360,54 @@ pub struct FleetArgs {
     pub list_hosts: bool,
 }
 
+/// Out of service while changed: `apply`'s drain and rollback flags.
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    /// Take each node out of service before its first change and put it back once it is
+    /// verified (and its `service` is up): `slurm` (scontrol drain, wait for its jobs,
+    /// resume), `kubernetes` (kubectl cordon, drain, uncordon), `command` (--drain-pre,
+    /// --drain-post) or `none`. A node that fails stays out, named. A converged node is
+    /// neither drained nor launched. A host's `cuda_upgrade_drain` variable overrides it.
+    #[arg(long, value_name = "slurm|kubernetes|command|none", default_value_t = crate::fleet::drain::DrainKind::None)]
+    pub drain: crate::fleet::drain::DrainKind,
+    /// How long a node may take to drain (its jobs to end, its pods to leave), and each
+    /// pre or post command to run; past it the node fails, left out of service.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::manifest::parse_duration)]
+    pub drain_timeout: std::time::Duration,
+    /// The node's Slurm or Kubernetes name with `--host`/`--local` (default: the host
+    /// name); with `-i`, each host's `cuda_upgrade_drain_name`, else its inventory name.
+    #[arg(long, value_name = "NAME")]
+    pub drain_name: Option<String>,
+    /// `--drain command`: run before the node's first change (`sh -c`), with
+    /// `CUDA_UPGRADE_NODE`, `CUDA_UPGRADE_RUN_ID` and `CUDA_UPGRADE_PHASE` set.
+    #[arg(long, value_name = "COMMAND")]
+    pub drain_pre: Option<String>,
+    /// `--drain command`: run once the node is verified and its service is up.
+    #[arg(long, value_name = "COMMAND")]
+    pub drain_post: Option<String>,
+    /// Where `--drain-pre` and `--drain-post` run: on the `controller` or the `node`.
+    #[arg(long, value_name = "controller|node", default_value_t = crate::fleet::drain::CommandSide::Controller)]
+    pub drain_on: crate::fleet::drain::CommandSide,
+    /// When a node's step or verification fails, undo its run from the journal (as
+    /// `upgrade rollback` does) before it is left out of service.
+    #[arg(long)]
+    pub rollback_on_failure: bool,
+}
+
+impl RolloutArgs {
+    /// The drain settings these flags make.
+    pub fn drain_settings(&self) -> crate::fleet::drain::DrainSettings {
+        crate::fleet::drain::DrainSettings {
+            kind: self.drain,
+            name: self.drain_name.clone(),
+            timeout: self.drain_timeout,
+            pre: self.drain_pre.clone(),
+            post: self.drain_post.clone(),
+            on: self.drain_on,
+        }
+    }
+}
+
 /// `upgrade apply MANIFEST|PLAN (--local | --host H | -i INVENTORY)`
 #[derive(Debug, Args)]
 #[group(id = "apply_node", required = true, multiple = false, args = ["local", "host", "inventory"])]
@@ -388,6 +436,9 @@ pub struct ApplyArgs {
     /// Skip the verification launch.
     #[arg(long)]
     pub no_verify: bool,
+    /// Drain and rollback.
+    #[command(flatten)]
+    pub rollout: RolloutArgs,
     /// Remove the node's lock left by an earlier apply (e.g. one whose controller died)
     /// before taking it. Only when that apply is known to be gone.
     #[arg(long)]

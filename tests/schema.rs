@@ -144,6 +144,8 @@ const STRUCTURAL: &[&str] = &[
     "relative-python.yaml",
     "rev-without-git.yaml",
     "runfile-without-source.yaml",
+    "service-both.yaml",
+    "service-command-without-log.yaml",
     "short-sha256.yaml",
     "unknown-top-key.yaml",
     "unknown-verify-key.yaml",

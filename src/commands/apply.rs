@@ -98,6 +98,20 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             ),
         )
     };
+    let holder = LockHolder::this_process(
+        crate::settings::controller_host().unwrap_or_else(|| "unknown".to_string()),
+        crate::settings::controller_user(),
+    );
+    let host = match &args.node.host {
+        Some(host) => host.clone(),
+        None => crate::settings::controller_host().unwrap_or_else(|| "localhost".to_string()),
+    };
+    let drain = crate::fleet::drain::for_host(
+        &host,
+        &std::collections::BTreeMap::new(),
+        &args.rollout.drain_settings(),
+        &format!("{}-{}", holder.started, holder.pid),
+    )?;
     let options = ApplyOptions {
         saved: match (&saved, &fixed) {
             (Some(plan), _) => Some(Saved::Plan(plan)),
@@ -110,13 +124,12 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         hash_command: &hash_command,
         verify: !args.no_verify,
         context: &context,
-        holder: LockHolder::this_process(
-            crate::settings::controller_host().unwrap_or_else(|| "unknown".to_string()),
-            crate::settings::controller_user(),
-        ),
+        holder,
         break_lock: args.break_lock,
         fetch: args.fetch,
         confirm: if asks { Some(&confirm) } else { None },
+        drain: drain.as_deref(),
+        rollback_on_failure: args.rollout.rollback_on_failure,
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

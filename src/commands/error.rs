@@ -64,6 +64,12 @@ pub enum CommandError {
     /// An inventory could not be read or selects nothing.
     #[error(transparent)]
     Inventory(#[from] crate::inventory::InventoryError),
+    /// `--drain` and its companions name no usable drain.
+    #[error(transparent)]
+    Drain(#[from] crate::fleet::drain::DrainSettingsError),
+    /// The node could not be taken out of service (nothing was changed on it).
+    #[error(transparent)]
+    OutOfService(ConvergeError),
     /// A first manifest could not be written from a node.
     #[error(transparent)]
     Init(#[from] crate::converge::init::InitError),
@@ -197,6 +203,7 @@ impl From<ConvergeError> for CommandError {
             | ConvergeError::LockRefused { .. }
             | ConvergeError::Rollback { .. }) => Self::Refused(refused),
             ConvergeError::Locked(error) => Self::Locked(error),
+            drain @ ConvergeError::Drain { .. } => Self::OutOfService(drain),
         }
     }
 }
@@ -239,12 +246,13 @@ impl CommandError {
             | Self::Refused(_)
             | Self::NoVerify { .. }
             | Self::OutputExists { .. }
+            | Self::Drain(_)
             | Self::Abi(
                 crate::abi::AbiError::NotAnEnvironment { .. }
                 | crate::abi::AbiError::Read { .. }
                 | crate::abi::AbiError::Wheel { .. },
             ) => ExitStatus::InvalidInput,
-            Self::Abi(_) => ExitStatus::Failure,
+            Self::Abi(_) | Self::OutOfService(_) => ExitStatus::Failure,
             Self::Export(error)
                 if matches!(
                     **error,

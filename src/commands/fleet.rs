@@ -203,7 +203,10 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             break_lock: args.break_lock,
             fetch: args.fetch,
             confirm: None,
+            drain: None,
+            rollback_on_failure: args.rollout.rollback_on_failure,
         },
+        drain: args.rollout.drain_settings(),
     };
     let outcome = runtime()?.block_on(fleet::converge_fleet(&targets, &base, &options, &display));
     display.close();

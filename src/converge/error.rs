@@ -86,6 +86,18 @@ pub enum ConvergeError {
         /// Why, naming the digests or the node's facts and how to refresh it.
         reason: String,
     },
+    /// The node could not be taken out of service; it is left out (drained) when the
+    /// integration got that far, and nothing was changed on it.
+    #[error("Failed to take `{node}` out of service ({how})")]
+    Drain {
+        /// e.g. `node2`.
+        node: String,
+        /// e.g. `slurm node \`node2\``.
+        how: String,
+        /// Why, e.g. a job still running past the bound.
+        #[source]
+        source: super::DrainFailure,
+    },
     /// A saved plan no longer matches the node or the manifest.
     #[error("Refusing plan `{}`: {reason}; make a new plan", path.display())]
     StalePlan {

@@ -11,6 +11,7 @@
 //! the controller, and plans. It owns its error type
 //! ([`ConvergeError`]); only `commands` maps errors to exit codes.
 
+mod drain;
 mod error;
 pub mod init;
 mod live;
@@ -20,6 +21,10 @@ pub mod record;
 mod rollback;
 mod sources;
 
+pub use drain::{
+    Drain, DrainFailure, DrainFuture, DrainRecord, DrainStep, RollbackRecord, Rollout,
+    ServiceRecord,
+};
 pub use error::ConvergeError;
 pub use live::{LiveOptions, live_lock, resolve_live_universe};
 pub use node::{

@@ -19,6 +19,7 @@ use crate::resolve::Lock;
 use crate::steps::{Action, Step, StepKind};
 use crate::transport::Transport;
 
+use super::drain::{Drain, DrainRecord, RollbackRecord, Rollout};
 use super::{ConvergeError, Prepared, Saved};
 
 /// One step's result, e.g. `env` `applied`.
@@ -59,6 +60,9 @@ pub struct NodeOutcome {
     pub round_trips: u64,
     /// From the first probe to the end.
     pub seconds: f64,
+    /// Its drain, the rollback of a failure, its production service.
+    #[serde(flatten)]
+    pub rollout: Rollout,
 }
 
 /// What one node's apply is given besides the manifest and the transport.
@@ -89,6 +93,13 @@ pub struct ApplyOptions<'a> {
     /// Asked with the plan before anything changes (`apply` on a terminal); `false`
     /// stops the node unchanged. `None`: no question (`--yes`).
     pub confirm: Option<&'a (dyn Fn(&NodePlan) -> bool + Send + Sync)>,
+    /// Takes the node out of service before its first change and puts it back once it
+    /// is verified (`--drain`). With one, a node whose plan changes nothing is left
+    /// alone: neither drained nor launched. `None`: the node stays in service.
+    pub drain: Option<&'a dyn Drain>,
+    /// Undo a failed node's run from its journal, as `upgrade rollback` does, before it
+    /// is left out of service (`--rollback-on-failure`).
+    pub rollback_on_failure: bool,
 }
 
 fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> StepRecord {
@@ -193,7 +204,10 @@ pub async fn converge_probed(
             reason: step.blocked.clone().unwrap_or_default(),
         });
     }
-    let launches = options.verify && plan.verify.is_some();
+    // A node in service is launched only when it is being changed (and so drained).
+    let launches = options.verify
+        && plan.verify.is_some()
+        && (options.drain.is_none() || !plan.is_converged());
     // An apply that was cut off left its run open in the journal: this one closes it
     // (a start and an end) even when nothing is left to change.
     let closes_open_run = facts.open_journal_run.is_some();
@@ -210,6 +224,7 @@ pub async fn converge_probed(
             verification: None,
             round_trips: transport.round_trips(),
             seconds: started.elapsed().as_secs_f64(),
+            rollout: Rollout::default(),
         });
     }
     if let Some(confirm) = options.confirm
@@ -229,13 +244,37 @@ pub async fn converge_probed(
         started,
         urls: &urls,
     };
-    let outcome = run.execute(&plan, lock, closes_open_run).await;
+    let drain = options.drain.filter(|_| !plan.is_converged());
+    let outcome = match drain {
+        Some(drain) => run.drained(drain, &plan, lock, closes_open_run).await,
+        None => run.execute_and_undo(&plan, lock, closes_open_run).await,
+    };
     let released = node_lock.release(transport).await;
     let mut outcome = outcome?;
     released?;
     outcome.round_trips = transport.round_trips();
     outcome.seconds = started.elapsed().as_secs_f64();
     Ok(outcome)
+}
+
+/// The first line of a failed node's cause, for a drain reason, e.g. `step pip failed`.
+fn failure_reason(outcome: &NodeOutcome) -> String {
+    if let Some(step) = outcome.steps.iter().find(|step| step.outcome == "failed") {
+        return format!("step {} failed", step.kind);
+    }
+    if outcome
+        .rollout
+        .service
+        .as_ref()
+        .is_some_and(|service| !service.up)
+    {
+        return "the service did not come up".to_string();
+    }
+    match &outcome.verification {
+        Some(LaunchOutcome::Failed { .. }) => "verification failed".to_string(),
+        Some(LaunchOutcome::Refused { .. }) => "verification refused".to_string(),
+        _ => "failed".to_string(),
+    }
 }
 
 /// One node's apply once its plan is known and its lock is held.
@@ -290,6 +329,152 @@ impl Run<'_> {
         journal::append(self.transport, &entry)
             .await
             .map_err(ConvergeError::from)
+    }
+
+    /// The run's id, e.g. `1796241671-4242`.
+    fn id(&self) -> String {
+        let holder = &self.options.holder;
+        format!("{}-{}", holder.started, holder.pid)
+    }
+
+    /// [`Run::execute`], then, for a failed node with `--rollback-on-failure`, the undo
+    /// of this run from the journal (under the lock this apply holds).
+    async fn execute_and_undo(
+        &self,
+        plan: &NodePlan,
+        lock: Lock,
+        closes_open_run: bool,
+    ) -> Result<NodeOutcome, ConvergeError> {
+        let mut outcome = self.execute(plan, lock, closes_open_run).await?;
+        self.start_service(&mut outcome).await?;
+        if !outcome.ok && self.options.rollback_on_failure {
+            let node = self.transport.name();
+            self.reporter.step(&format!(
+                "{node}: rollback — undoing this run from the journal"
+            ));
+            let run = self.id();
+            let undone =
+                super::rollback::undo_held(self.transport, &run, &self.options.holder).await;
+            self.reporter.done();
+            outcome.rollout.rollback = Some(match undone {
+                Ok(undone) => RollbackRecord {
+                    run,
+                    ok: undone.ok,
+                    outcome: Some(undone),
+                    error: None,
+                },
+                Err(error) => RollbackRecord {
+                    run,
+                    ok: false,
+                    outcome: None,
+                    error: Some(crate::text::error_chain(&error)),
+                },
+            });
+        }
+        Ok(outcome)
+    }
+
+    /// Start the production service again (the manifest's `service`) once a good run
+    /// changed the node or stopped its verification server; a service that is not up
+    /// within its bound fails the node.
+    async fn start_service(&self, outcome: &mut NodeOutcome) -> Result<(), ConvergeError> {
+        let Some(service) = &self.prepared.manifest.service else {
+            return Ok(());
+        };
+        let changed = outcome.steps.iter().any(|step| step.outcome == "applied");
+        if !outcome.ok || !(changed || outcome.verification.is_some()) {
+            return Ok(());
+        }
+        let node = self.transport.name();
+        self.reporter.step(&format!(
+            "{node}: service — starting {} again",
+            crate::exec::service::describe(service)
+        ));
+        let record = crate::exec::service::start(
+            self.transport,
+            service,
+            &self.prepared.manifest.target.python,
+        )
+        .await?;
+        self.reporter.done();
+        if !record.up {
+            outcome.ok = false;
+        }
+        outcome.rollout.service = Some(record);
+        Ok(())
+    }
+
+    /// [`Run::execute_and_undo`] with the node out of service: taken out before the
+    /// first change, put back once verified (and its service is up), left out with the
+    /// failure as its reason otherwise. A node that could not be taken out is not changed.
+    async fn drained(
+        &self,
+        drain: &dyn Drain,
+        plan: &NodePlan,
+        lock: Lock,
+        closes_open_run: bool,
+    ) -> Result<NodeOutcome, ConvergeError> {
+        let node = self.transport.name().to_string();
+        let how = drain.describe();
+        self.reporter
+            .step(&format!("{node}: drain — taking it out of service ({how})"));
+        let taken = drain.take_out(self.transport).await;
+        self.reporter.done();
+        let mut record = DrainRecord {
+            how: how.clone(),
+            state: "drained",
+            detail: Vec::new(),
+        };
+        match taken {
+            Ok(step) => record.detail.push(step.detail),
+            Err(source) => {
+                // Whatever the integration got to stays: the node is left out, named.
+                let reason = format!("could not be drained: {source}");
+                let _ = drain.keep_out(self.transport, &reason).await;
+                return Err(ConvergeError::Drain { node, how, source });
+            }
+        }
+        let result = self.execute_and_undo(plan, lock, closes_open_run).await;
+        let mut outcome = match result {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                let reason = crate::text::error_chain(&error);
+                let reason = reason.lines().next().unwrap_or("failed");
+                let _ = drain.keep_out(self.transport, reason).await;
+                return Err(error);
+            }
+        };
+        if outcome.ok {
+            self.reporter.step(&format!(
+                "{node}: resume — putting it back in service ({how})"
+            ));
+            let back = drain.put_back(self.transport).await;
+            self.reporter.done();
+            match back {
+                Ok(step) => {
+                    if step.in_service {
+                        record.state = "resumed";
+                    }
+                    record.detail.push(step.detail);
+                }
+                Err(error) => {
+                    outcome.ok = false;
+                    record
+                        .detail
+                        .push(format!("could not be put back in service: {error}"));
+                }
+            }
+        } else {
+            let reason = failure_reason(&outcome);
+            match drain.keep_out(self.transport, &reason).await {
+                Ok(step) => record.detail.push(step.detail),
+                Err(error) => record
+                    .detail
+                    .push(format!("the reason could not be recorded: {error}")),
+            }
+        }
+        outcome.rollout.drain = Some(record);
+        Ok(outcome)
     }
 
     /// Run the steps and the launch; a run that changes something, or that closes a run
@@ -372,6 +557,7 @@ impl Run<'_> {
             verification,
             round_trips: transport.round_trips(),
             seconds: started.elapsed().as_secs_f64(),
+            rollout: Rollout::default(),
         };
         let mut steps = Vec::new();
         let mut environment_kept = false;

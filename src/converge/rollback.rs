@@ -71,6 +71,21 @@ pub async fn rollback_node(
     Ok(outcome)
 }
 
+/// Undo the one run `run` while its apply still holds the node's lock
+/// (`--rollback-on-failure`): the same undo as [`rollback_node`], without taking the lock.
+pub(super) async fn undo_held(
+    transport: &Transport,
+    run: &str,
+    holder: &LockHolder,
+) -> Result<RollbackOutcome, ConvergeError> {
+    let options = RollbackOptions {
+        to: Some(run),
+        holder: holder.clone(),
+        break_lock: false,
+    };
+    undo(transport, &options).await
+}
+
 fn refused(transport: &Transport, reason: String) -> ConvergeError {
     ConvergeError::Rollback {
         node: transport.name().to_string(),

@@ -12,6 +12,7 @@ pub mod launch;
 mod node;
 pub mod node_lock;
 mod reporter;
+pub mod service;
 
 pub use apply::{
     ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, verify, written_paths,

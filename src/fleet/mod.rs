@@ -14,6 +14,7 @@
 
 mod batches;
 mod cause;
+pub mod drain;
 pub mod plan;
 mod probe;
 mod select;
@@ -35,7 +36,9 @@ use futures_util::future::join_all;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-use crate::converge::{self, ApplyOptions, ConvergeError, NodeOutcome, Prepared, StepRecord};
+use crate::converge::{
+    self, ApplyOptions, ConvergeError, NodeOutcome, Prepared, Rollout, StepRecord,
+};
 use crate::exec::Reporter;
 use crate::exec::launch::LaunchOutcome;
 use crate::steps::FetchMode;
@@ -76,6 +79,8 @@ pub struct FleetOptions<'a> {
     pub ssh: SshOptions,
     /// What each node's apply is given (the lock holder is shared: one run id).
     pub apply: ApplyOptions<'a>,
+    /// How each node is taken out of service (a host's variables override it).
+    pub drain: drain::DrainSettings,
 }
 
 /// What a run does once its first batch (the canary) has ended and before the next
@@ -156,6 +161,9 @@ pub struct FleetNode {
     /// The verification launch, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<LaunchOutcome>,
+    /// Its drain, the rollback of a failure, its production service.
+    #[serde(flatten)]
+    pub rollout: Rollout,
 }
 
 /// A whole fleet run: one outcome a node, in inventory order.
@@ -226,6 +234,7 @@ fn ended(
         round_trips: 0,
         steps: Vec::new(),
         verification: None,
+        rollout: Rollout::default(),
     }
 }
 
@@ -291,6 +300,7 @@ fn from_outcome(outcome: NodeOutcome) -> FleetNode {
         round_trips: outcome.round_trips,
         steps: outcome.steps,
         verification: outcome.verification,
+        rollout: outcome.rollout,
     }
 }
 
@@ -479,6 +489,7 @@ fn not_started(host: &str, reason: &str) -> FleetNode {
         round_trips: 0,
         steps: Vec::new(),
         verification: None,
+        rollout: Rollout::default(),
     }
 }
 
@@ -517,8 +528,15 @@ async fn run_node(
         return (node, false);
     }
     let reporter = NodeReporter { host, progress };
+    let holder = &options.apply.holder;
+    let run = format!("{}-{}", holder.started, holder.pid);
+    let drain = match drain::for_host(host, &target.vars, &options.drain, &run) {
+        Ok(drain) => drain,
+        Err(error) => return (ended(host, NodeResult::Refused, &error, started), false),
+    };
     let apply = ApplyOptions {
         fetch: fetch_mode(target, options.apply.fetch),
+        drain: drain.as_deref(),
         ..options.apply.clone()
     };
     let result =

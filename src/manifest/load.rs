@@ -35,6 +35,7 @@ mod indexes;
 mod ldconfig;
 mod packages;
 mod pins;
+mod service;
 mod target;
 mod toolkit;
 mod verify;
@@ -269,6 +270,7 @@ const TOP_KEYS: &[&str] = &[
     "ldconfig",
     "env",
     "verify",
+    "service",
 ];
 
 struct Checker {
@@ -624,6 +626,7 @@ impl Checker {
             .map(|node| self.env(node))
             .unwrap_or_default();
         let verify = fields.take("verify").and_then(|node| self.verify(node));
+        let service = fields.take("service").and_then(|node| self.service(node));
         self.finish(fields);
 
         self.check_references(&indexes, &packages);
@@ -643,6 +646,7 @@ impl Checker {
             ldconfig,
             env,
             verify,
+            service,
         })
     }
 }

@@ -52,6 +52,8 @@ pub struct Manifest {
     pub env: Vec<EnvVar>,
     /// The verification launch.
     pub verify: Option<Verify>,
+    /// How the node's production service is started again after the verification.
+    pub service: Option<Service>,
 }
 
 /// When the resolver may choose a pre-release or dev release (`prereleases:`).
@@ -345,6 +347,39 @@ pub struct Verify {
     pub health: Option<String>,
     /// Leave the server running after a successful verification.
     pub keep_running: bool,
+}
+
+/// The node's production service, started again once the verification server stopped
+/// (`service:`); the node goes back in service only once it is up.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Service {
+    /// How it starts.
+    pub start: ServiceStart,
+    /// Probed with GET until it answers 200, e.g. `http://127.0.0.1:30000/health`.
+    pub health: Option<String>,
+    /// How long it may take to be up (`5m` unless said).
+    #[serde(serialize_with = "serialize_duration")]
+    pub timeout: Duration,
+}
+
+/// How a production service starts, e.g. a systemd unit restarted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceStart {
+    /// `systemctl restart -- UNIT`; up once `systemctl is-active` says `active`.
+    Systemd {
+        /// e.g. `sglang.service`.
+        unit: String,
+    },
+    /// The program started detached, in its own session, its output appended to `log`.
+    Command {
+        /// The program and its arguments, e.g. `[python3, -m, sglang.launch_server, …]`.
+        command: Vec<String>,
+        /// Its working directory.
+        workdir: Option<PathBuf>,
+        /// Where its output goes, e.g. `/var/log/sglang.log`.
+        log: PathBuf,
+    },
 }
 
 /// Format a duration as the manifest spells it, e.g. `10m` or `1h30m`.

@@ -82,6 +82,7 @@ pub fn node(report: &NodeOutcome) -> String {
     if let Some(outcome) = &report.verification {
         out.push_str(&launch(&report.node, outcome));
     }
+    out.push_str(&rollout(&report.node, &report.rollout));
     out.push_str(&format!(
         "{}: {} in {:.1}s, {} round trips\n",
         text_value(&report.node),
@@ -89,6 +90,56 @@ pub fn node(report: &NodeOutcome) -> String {
         report.seconds,
         report.round_trips
     ));
+    out
+}
+
+/// What was done around the node's change: its production service, the rollback of a
+/// failure, its drain; one line each.
+fn rollout(node: &str, rollout: &crate::converge::Rollout) -> String {
+    let node = text_value(node);
+    let mut out = String::new();
+    if let Some(service) = &rollout.service {
+        out.push_str(&format!(
+            "{node}: service {} {}{}\n",
+            text_value(&service.how),
+            if service.up { "up" } else { "NOT up" },
+            service
+                .detail
+                .as_deref()
+                .map(|detail| format!(": {}", text_value(detail)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(rollback) = &rollout.rollback {
+        let what = match (&rollback.outcome, &rollback.error) {
+            (Some(undone), _) => format!(
+                "{} files restored, {} removed, {} packages reinstalled{}",
+                undone.restored.len(),
+                undone.removed.len(),
+                undone.installed.len(),
+                if undone.kept.is_empty() {
+                    String::new()
+                } else {
+                    format!("; kept: {}", text_value(&undone.kept.join("; ")))
+                }
+            ),
+            (None, Some(error)) => text_value(error.lines().next().unwrap_or_default()),
+            (None, None) => String::new(),
+        };
+        out.push_str(&format!(
+            "{node}: rollback of run {} {}: {what}\n",
+            text_value(&rollback.run),
+            if rollback.ok { "done" } else { "INCOMPLETE" },
+        ));
+    }
+    if let Some(drain) = &rollout.drain {
+        out.push_str(&format!(
+            "{node}: {} {}: {}\n",
+            text_value(&drain.how),
+            drain.state,
+            text_value(&drain.detail.join("; "))
+        ));
+    }
     out
 }
 

@@ -36,7 +36,23 @@ pub fn node_line(node: &FleetNode) -> String {
     if let Some(cause) = &node.cause {
         let _ = write!(line, ": {}", text_value(cause));
     }
+    let rollout = node.rollout.summary();
+    if !rollout.is_empty() {
+        let _ = write!(line, " [{rollout}]");
+    }
     line
+}
+
+/// A node's cause for the table, with what was done around its change, e.g.
+/// `step \`pip\` failed: exit status 1 [rolled back, left drained]`.
+fn cause_cell(node: &FleetNode) -> String {
+    let cause = node.cause.as_deref().map(text_value).unwrap_or_default();
+    let rollout = node.rollout.summary();
+    match (cause.is_empty(), rollout.is_empty()) {
+        (_, true) => cause,
+        (true, false) => format!("[{rollout}]"),
+        (false, false) => format!("{cause} [{rollout}]"),
+    }
 }
 
 /// The summary table and a closing line naming the run and its log directory.
@@ -87,7 +103,7 @@ pub fn summary(outcome: &FleetOutcome, run_dir: &Path) -> String {
             node.steps_changed,
             ready,
             format!("{:.1}s", node.seconds),
-            node.cause.as_deref().map(text_value).unwrap_or_default()
+            cause_cell(node)
         );
     }
     let count = |result: NodeResult| {

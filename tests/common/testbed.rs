@@ -150,6 +150,12 @@ impl Testbed {
     /// Starts one node per persona (`node0` gets the first), e.g.
     /// `Testbed::up(&["cuda12.8", "fresh"])`.
     pub fn up(personas: &[&str]) -> Result<Testbed, String> {
+        Self::up_with(personas, &[])
+    }
+
+    /// As [`Testbed::up`], with more arguments to `up`, e.g. `&["--slurm"]` (real
+    /// Slurm: the host the controller, each node a Slurm node).
+    pub fn up_with(personas: &[&str], extra: &[&str]) -> Result<Testbed, String> {
         let dir = tempfile::Builder::new()
             .prefix("cuda-upgrade-testbed-")
             .tempdir()
@@ -164,7 +170,8 @@ impl Testbed {
                 .arg("--fixtures")
                 .arg(fixtures_dir())
                 .arg("--owner-pid")
-                .arg(std::process::id().to_string()),
+                .arg(std::process::id().to_string())
+                .args(extra),
         )?;
         if !run.success() {
             return Err(format!("Failed to start the testbed\n{}", run.describe()));
@@ -193,6 +200,11 @@ impl Testbed {
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned)
             .ok_or_else(|| format!("testbed.json has no `{pointer}`"))
+    }
+
+    /// The `slurm.conf` of a testbed started with `--slurm`, for `SLURM_CONF`.
+    pub fn slurm_conf(&self) -> Result<String, String> {
+        self.text("/slurm/conf")
     }
 
     /// The `ssh_config` to pass with `ssh -F`.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cuda-upgrade testbed: real sshd "GPU nodes" on this machine.
 
-    testbed.py up N [--persona P | --personas P0,P1,...] [--dir DIR] [--fixtures DIR]
+    testbed.py up N [--persona P | --personas P0,P1,...] [--slurm] [--dir DIR] [--fixtures DIR]
     testbed.py down [--dir DIR] [--keep-files] | down --sweep
     testbed.py status [--dir DIR]
     testbed.py stage NODE busy [--gpus 0,1] [--mib 8710] [--pid 433] [--name python3]
@@ -149,6 +149,176 @@ def link_exists(name):
     return run(["ip", "link", "show", "dev", name], check=False).returncode == 0
 
 
+# --- Slurm (`up --slurm`): the host is the controller, each node a Slurm node
+
+SLURM_PACKAGES = {"/usr/sbin/slurmctld": "slurmctld", "/usr/sbin/slurmd": "slurmd",
+                  "/usr/sbin/munged": "munge", "/usr/bin/scontrol": "slurm-client"}
+SLURMD_PORT = 6818
+
+# Runs inside a node's network, mount and UTS namespaces (nsenter into its sshd). `ip netns
+# exec` gave the node a fresh /sys without the cgroup mounts slurmd 22.05 insists on
+# reading, so the node gets the hybrid layout's tmpfs with the freezer and name=systemd
+# hierarchies; then the node's own munged (socket in the node's private /run, the
+# testbed's key), then slurmd as the node's Slurm node, in the foreground.
+NODE_SLURM = r"""
+set -eu
+name=$1 run=$2
+if ! mountpoint -q /sys/fs/cgroup; then
+    mount -t tmpfs -o mode=755 testbed-cgroup /sys/fs/cgroup
+    mkdir -p /sys/fs/cgroup/freezer /sys/fs/cgroup/systemd
+    mount -t cgroup -o freezer testbed-cgroup /sys/fs/cgroup/freezer
+    mount -t cgroup -o none,name=systemd testbed-cgroup /sys/fs/cgroup/systemd
+fi
+mkdir -p "$run" /var/spool/cuda-upgrade-testbed-slurmd /var/log
+chmod 755 "$run"
+munged -F --force --socket="$run/munge.socket" --key-file=/etc/testbed/slurm/munge.key \
+    --pid-file="$run/munged.pid" --log-file=/var/log/cuda-upgrade-testbed-munged.log \
+    --seed-file="$run/munged.seed" &
+tries=0
+while [ ! -S "$run/munge.socket" ] && [ "$tries" -lt 100 ]; do sleep 0.05; tries=$((tries + 1)); done
+export SLURM_CONF=/etc/testbed/slurm/slurm.conf
+exec slurmd -D -N "$name"
+"""
+
+
+def ensure_slurm():
+    missing = sorted({package for path, package in SLURM_PACKAGES.items() if not Path(path).exists()})
+    if not missing:
+        return
+    with locked(REGISTRY / "apt.lock"):
+        missing = sorted({package for path, package in SLURM_PACKAGES.items()
+                          if not Path(path).exists()})
+        if not missing:
+            return
+        log(f"installing {' '.join(missing)} (apt-get)")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        run(["apt-get", "update", "-qq"], env=env)
+        run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env)
+
+
+def slurm_run_dir(subnet):
+    """The munge socket's directory: the same path on the host and inside each node (whose
+    /run is its own), so one slurm.conf serves both."""
+    return REGISTRY / f"slurm-{subnet}"
+
+
+def slurm_conf(state, directory):
+    slurm = state["slurm"]
+    host = socket.gethostname().split(".")[0]
+    lines = [
+        "# slurm.conf of a cuda-upgrade testbed (tests/testbed/testbed.py): the host is the",
+        "# controller, each node a Slurm node; simple plugins, no accounting, no cgroups.",
+        f"ClusterName=cutb{state['subnet']}",
+        f"SlurmctldHost={host}({state['host_ip']})",
+        f"SlurmctldPort={slurm['port']}",
+        f"SlurmdPort={SLURMD_PORT}",
+        "AuthType=auth/munge", "CredType=cred/munge",
+        f"AuthInfo=socket={slurm_run_dir(state['subnet']) / 'munge.socket'}",
+        "SlurmUser=root", "SlurmdUser=root",
+        f"StateSaveLocation={directory / 'slurm' / 'state'}",
+        "SlurmdSpoolDir=/var/spool/cuda-upgrade-testbed-slurmd",
+        f"SlurmctldPidFile={directory / 'slurm' / 'slurmctld.pid'}",
+        f"SlurmdPidFile={slurm_run_dir(state['subnet']) / 'slurmd.pid'}",
+        f"SlurmctldLogFile={directory / 'slurm' / 'slurmctld.log'}",
+        "SlurmdLogFile=/var/log/cuda-upgrade-testbed-slurmd.log",
+        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
+        "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+        "JobCompType=jobcomp/none", "MpiDefault=none", "SwitchType=switch/none",
+        "SchedulerType=sched/builtin", "SelectType=select/linear",
+        "SlurmdParameters=config_overrides", "ReturnToService=2", "SlurmdTimeout=60",
+        "InactiveLimit=0", "KillWait=2", "MinJobAge=30",
+    ]
+    for node in state["nodes"]:
+        lines.append(f"NodeName={node['name']} NodeAddr={node['ip']} CPUs=1 RealMemory=100 "
+                     "State=UNKNOWN")
+    lines.append("PartitionName=testbed Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def prepare_slurm(directory, state):
+    """Write the controller's files (key, slurm.conf, cgroup.conf) into DIR/slurm."""
+    slurm_dir = directory / "slurm"
+    (slurm_dir / "state").mkdir(parents=True, exist_ok=True)
+    slurm_dir.chmod(0o700)
+    key = slurm_dir / "munge.key"
+    if not key.exists():
+        write(key, "", 0o600)
+        key.write_bytes(os.urandom(1024))
+    write(slurm_dir / "slurm.conf", slurm_conf(state, directory))
+    write(slurm_dir / "cgroup.conf", "CgroupPlugin=cgroup/v1\nCgroupAutomount=no\n")
+
+
+def node_slurm_files(directory, node):
+    """The node's copy of the testbed's slurm.conf and munge key, in its /etc/testbed/slurm."""
+    target = Path(node["dir"]) / "upper" / "etc" / "testbed" / "slurm"
+    target.mkdir(parents=True, exist_ok=True)
+    target.chmod(0o700)
+    for name, mode in (("slurm.conf", 0o644), ("cgroup.conf", 0o644), ("munge.key", 0o600)):
+        shutil.copy(directory / "slurm" / name, target / name)
+        (target / name).chmod(mode)
+
+
+def start_slurm(directory, state):
+    """munged and slurmctld on the host, munged and slurmd in every node; waits (bounded)
+    until every node is idle."""
+    slurm = state["slurm"]
+    slurm_dir = directory / "slurm"
+    run_dir = slurm_run_dir(state["subnet"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir.chmod(0o755)
+    socket_path = run_dir / "munge.socket"
+    with open(slurm_dir / "munged.out", "ab") as output:
+        munged = subprocess.Popen(
+            ["munged", "-F", "--force", f"--socket={socket_path}",
+             f"--key-file={slurm_dir / 'munge.key'}", f"--pid-file={run_dir / 'munged.pid'}",
+             f"--log-file={slurm_dir / 'munged.log'}", f"--seed-file={run_dir / 'munged.seed'}"],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+            start_new_session=True)
+    slurm["munged"] = process_record(munged.pid)
+    save_state(directory, state)
+    deadline = time.monotonic() + 10
+    while not socket_path.exists():
+        if munged.poll() is not None or time.monotonic() > deadline:
+            raise TestbedError(f"munged did not start; see {slurm_dir / 'munged.out'}")
+        time.sleep(0.02)
+    env = dict(os.environ, SLURM_CONF=slurm["conf"])
+    with open(slurm_dir / "slurmctld.out", "ab") as output:
+        controller = subprocess.Popen(
+            ["slurmctld", "-D", "-f", slurm["conf"]], env=env, stdin=subprocess.DEVNULL,
+            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    slurm["slurmctld"] = process_record(controller.pid)
+    save_state(directory, state)
+    registry_update(state["subnet"], processes=[state["index_server"], slurm["munged"],
+                                                slurm["slurmctld"]])
+    for node in state["nodes"]:
+        with open(Path(node["dir"]) / "slurmd.out", "ab") as output:
+            process = subprocess.Popen(
+                ["nsenter", "--target", str(node["sshd"]["pid"]), "--net", "--mount", "--uts",
+                 "--", "/bin/sh", "-c", NODE_SLURM, "sh", node["name"], str(run_dir)],
+                stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        node["slurmd"] = process_record(process.pid)
+    save_state(directory, state)
+    deadline = time.monotonic() + 45
+    names = [node["name"] for node in state["nodes"]]
+    while True:
+        result = run(["sinfo", "--noheader", "--Node", "--format=%N %t"], check=False, env=env)
+        states = dict(line.split() for line in result.stdout.splitlines() if len(line.split()) == 2)
+        if all(states.get(name) == "idle" for name in names):
+            return
+        if controller.poll() is not None:
+            raise TestbedError(f"slurmctld exited; see {slurm_dir / 'slurmctld.log'}")
+        if time.monotonic() > deadline:
+            raise TestbedError(f"Slurm nodes not idle within 45 s ({states or result.stderr.strip()}); "
+                               f"see {slurm_dir / 'slurmctld.log'} and each node's slurmd.out")
+        time.sleep(0.2)
+
+
+def slurm_port(subnet):
+    """slurmctld listens on every address of the host: one port per testbed."""
+    return 16800 + subnet
+
+
 # --- fixtures and persona templates
 
 def ensure_sshd():
@@ -262,6 +432,7 @@ def sweep_stale():
             if same_process(record):
                 pids.append(record["pid"])
         terminate(pids)
+        shutil.rmtree(slurm_run_dir(data["subnet"]), ignore_errors=True)
         for name in ours:
             run(["ip", "netns", "del", name], check=False)
         if not entry.exists():
@@ -504,6 +675,8 @@ def cmd_up(args):
     # Nodes always start from their persona, never from a previous run's files.
     shutil.rmtree(directory / "nodes", ignore_errors=True)
     ensure_sshd()
+    if args.slurm:
+        ensure_slurm()
     fixtures = Path(args.fixtures).resolve()
     manifest = ensure_fixtures(fixtures)
     stacks = sorted({PERSONAS["personas"][persona]["stack"] for persona in personas})
@@ -527,6 +700,8 @@ def cmd_up(args):
         "known_hosts": str(directory / "ssh" / "known_hosts"),
         "identity": str(directory / "ssh" / "id_ed25519"),
         "index_server": None,
+        "slurm": {"conf": str(directory / "slurm" / "slurm.conf"), "port": slurm_port(subnet),
+                  "munged": None, "slurmctld": None} if args.slurm else None,
         "owner": process_record(args.owner_pid) if args.owner_pid else None,
         "nodes": [{"name": f"node{i}", "ip": f"10.200.{subnet}.{10 + i}", "netns": f"{prefix}n{i}",
                    "veth": f"{prefix}v{i}", "persona": personas[i],
@@ -554,6 +729,8 @@ def cmd_up(args):
         print(f"  cu130 index:   {state['indexes']['cu130']}")
         for entry in state["runfiles"]:
             print(f"  runfile: {entry['url']} sha256={entry['sha256']}")
+        if state["slurm"]:
+            print(f"  slurm: SLURM_CONF={state['slurm']['conf']} sinfo")
         print(f"  down: {HERE / 'down'} --dir {directory}")
 
 
@@ -581,9 +758,14 @@ def bring_up(directory, state, templates):
     save_state(directory, state)
     registry_update(state["subnet"], processes=[state["index_server"]], owner=state["owner"])
 
+    if state.get("slurm"):
+        prepare_slurm(directory, state)
+
     def prepare(node):
         stack = PERSONAS["personas"][node["persona"]]["stack"]
         prepare_node(state, node, templates[stack], client_pub)
+        if state.get("slurm"):
+            node_slurm_files(directory, node)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(prepare, state["nodes"]))
@@ -604,6 +786,8 @@ def bring_up(directory, state, templates):
         pub = Path(node["dir"]) / "upper" / "etc" / "testbed" / "ssh" / "ssh_host_ed25519_key.pub"
         host_keys[node["name"]] = " ".join(pub.read_text().split()[:2])
     write_client_files(directory, state, host_keys)
+    if state.get("slurm"):
+        start_slurm(directory, state)
 
 
 def teardown(directory, keep_files=False):
@@ -618,7 +802,13 @@ def teardown(directory, keep_files=False):
             pids.append(node["sshd"]["pid"])
     if same_process(state.get("index_server")):
         pids.append(state["index_server"]["pid"])
+    slurm = state.get("slurm") or {}
+    for name in ("slurmctld", "munged"):
+        if same_process(slurm.get(name)):
+            pids.append(slurm[name]["pid"])
     terminate(sorted(set(pids)))
+    if slurm:
+        shutil.rmtree(slurm_run_dir(state["subnet"]), ignore_errors=True)
     for node in state["nodes"]:
         if netns_exists(node["netns"]):
             run(["ip", "netns", "del", node["netns"]], check=False)
@@ -729,6 +919,8 @@ def main(argv):
                     help="persona of node I (repeatable), e.g. 2=old-driver")
     up.add_argument("--fixtures", default=default_fixtures, help="fixture build directory")
     up.add_argument("--json", action="store_true", help="print the state as JSON")
+    up.add_argument("--slurm", action="store_true",
+                    help="run Slurm: slurmctld on the host, slurmd in every node")
     up.add_argument("--owner-pid", type=int,
                     help="tear this testbed down at the next up/sweep once this process is gone")
     up.add_argument("--dir", default=argparse.SUPPRESS)

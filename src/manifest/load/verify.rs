@@ -19,53 +19,13 @@ impl Checker {
         ];
         let mut fields = self.fields(node, "verify", KEYS)?;
         let launch_node = self.require(&mut fields, "launch");
-        let launch = launch_node.and_then(|n| match &n.kind {
-            NodeKind::Sequence(_) => {
-                let words: Vec<String> = self
-                    .strings(n, "verify.launch")
-                    .into_iter()
-                    .map(|(word, _)| word)
-                    .collect();
-                if words.is_empty() {
-                    self.error(n.span, "expected `verify.launch` to name a program");
-                    return None;
-                }
-                Some(words)
-            }
-            _ => {
-                let text = self.line(n, "verify.launch")?;
-                match shell::split(&text) {
-                    Ok(words) if !words.is_empty() => Some(words),
-                    Ok(_) => {
-                        self.error(n.span, "expected `verify.launch` to name a program");
-                        None
-                    }
-                    Err(error) => {
-                        self.error(n.span, format!("invalid `verify.launch`: {error}"));
-                        None
-                    }
-                }
-            }
-        });
-        let launch = launch.and_then(|words| {
-            let program = words.first().map(String::as_str).unwrap_or_default();
-            if program.starts_with('-') {
-                if let Some(n) = launch_node {
-                    self.error(
-                        n.span,
-                        format!("invalid `verify.launch`: the program `{program}` starts with `-`, which would be read as an option"),
-                    );
-                }
-                return None;
-            }
-            Some(words)
-        });
+        let launch = launch_node.and_then(|n| self.program_words(n, "verify.launch"));
         let workdir = fields
             .take("workdir")
             .and_then(|n| self.absolute_path(n, "verify.workdir"));
         let log = self
             .require(&mut fields, "log")
-            .and_then(|n| self.log_path(n));
+            .and_then(|n| self.log_path(n, "verify.log"));
         let ready = self
             .require(&mut fields, "ready")
             .and_then(|n| self.line(n, "verify.ready"));
@@ -115,10 +75,52 @@ impl Checker {
         })
     }
 
+    /// A program and its arguments, written as a list or as one line split like a shell
+    /// would (no expansion), e.g. `verify.launch`; the program may not start with `-`.
+    pub(super) fn program_words(&mut self, n: &Node, context: &str) -> Option<Vec<String>> {
+        let words = match &n.kind {
+            NodeKind::Sequence(_) => {
+                let words: Vec<String> = self
+                    .strings(n, context)
+                    .into_iter()
+                    .map(|(word, _)| word)
+                    .collect();
+                if words.is_empty() {
+                    self.error(n.span, format!("expected `{context}` to name a program"));
+                    return None;
+                }
+                words
+            }
+            _ => {
+                let text = self.line(n, context)?;
+                match shell::split(&text) {
+                    Ok(words) if !words.is_empty() => words,
+                    Ok(_) => {
+                        self.error(n.span, format!("expected `{context}` to name a program"));
+                        return None;
+                    }
+                    Err(error) => {
+                        self.error(n.span, format!("invalid `{context}`: {error}"));
+                        return None;
+                    }
+                }
+            }
+        };
+        let program = words.first().map(String::as_str).unwrap_or_default();
+        if program.starts_with('-') {
+            self.error(
+                n.span,
+                format!("invalid `{context}`: the program `{program}` starts with `-`, which would be read as an option"),
+            );
+            return None;
+        }
+        Some(words)
+    }
+
     /// The verification log: an absolute file path outside the system's directories,
     /// since the launch replaces the file.
-    pub(super) fn log_path(&mut self, node: &Node) -> Option<PathBuf> {
-        let path = self.file_path(node, "verify.log")?;
+    pub(super) fn log_path(&mut self, node: &Node, context: &str) -> Option<PathBuf> {
+        let path = self.file_path(node, context)?;
         let normalized: PathBuf = path.components().collect();
         let system = SYSTEM_TREES
             .iter()
@@ -131,7 +133,7 @@ impl Checker {
             };
             self.error_with_hint(
                 node.span,
-                format!("invalid `verify.log` `{}`: the launch writes the log, and `{tree}` belongs to the system", path.display()),
+                format!("invalid `{context}` `{}`: the launch writes the log, and `{tree}` belongs to the system", path.display()),
                 "write it under `/var/log`, `/var/tmp` or the workdir, e.g. `/var/log/sglang-verify.log`",
             );
             return None;
