@@ -33,7 +33,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             let selection = node::selection(&args.node, &args.ssh);
             runtime()?.block_on(async {
                 let transport = exec::connect(&selection).await?;
-                let facts = converge::facts(&transport, &prepared).await?;
+                let facts = converge::facts_for_plan(&transport, &prepared).await?;
                 Ok::<_, CommandError>((transport.name().to_string(), facts))
             })?
         }

@@ -360,3 +360,32 @@ pub fn plan_for(
 pub async fn facts(transport: &Transport, prepared: &Prepared) -> Result<NodeFacts, ConvergeError> {
     Ok(exec::gather_facts(transport, &probe_request(&prepared.manifest)).await?)
 }
+
+/// Probe the node for `plan`: [`facts`], and who holds its GPUs when the verification
+/// launch wants idle ones (a manifest's probe lists no GPU processes), so that the plan
+/// warns when every GPU is busy. GPU processes are not in the facts' digest: a plan
+/// saved from these facts matches `apply`'s probe.
+pub async fn facts_for_plan(
+    transport: &Transport,
+    prepared: &Prepared,
+) -> Result<NodeFacts, ConvergeError> {
+    let mut facts = facts(transport, prepared).await?;
+    let wants_idle = prepared
+        .manifest
+        .verify
+        .as_ref()
+        .is_some_and(|verify| verify.require_idle_gpus);
+    if wants_idle && !facts.gpus.is_empty() {
+        // Not known (no `nvidia-smi` answer): no warning, the launch checks again.
+        if let Ok(holders) = exec::launch::gpu_holders(transport).await? {
+            for gpu in &mut facts.gpus {
+                gpu.processes = holders
+                    .iter()
+                    .filter(|holder| gpu.uuid.as_deref() == Some(holder.gpu_uuid.as_str()))
+                    .cloned()
+                    .collect();
+            }
+        }
+    }
+    Ok(facts)
+}
