@@ -745,8 +745,13 @@ pub struct IndexHashArgs {
     /// Timeouts, retries and concurrency of the index client (the files are never cached).
     #[command(flatten)]
     pub network: NetworkArgs,
-    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3`.
-    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
+    #[arg(
+        long = "pip-python",
+        alias = "python",
+        value_name = "PYTHON",
+        default_value = "python3"
+    )]
     pub python: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
@@ -807,8 +812,13 @@ pub struct IndexSnapshotArgs {
     /// Cache, timeouts, retries and concurrency of the index client.
     #[command(flatten)]
     pub network: NetworkArgs,
-    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3`.
-    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
+    #[arg(
+        long = "pip-python",
+        alias = "python",
+        value_name = "PYTHON",
+        default_value = "python3"
+    )]
     pub python: PathBuf,
     /// Output format of the summary.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
@@ -866,8 +876,13 @@ pub struct NetworkArgs {
 /// `upgrade index default-url`
 #[derive(Debug, Args)]
 pub struct IndexDefaultUrlArgs {
-    /// The interpreter whose pip is asked, e.g. `/usr/bin/python3`.
-    #[arg(long, value_name = "PYTHON", default_value = "python3")]
+    /// The interpreter whose pip is asked, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
+    #[arg(
+        long = "pip-python",
+        alias = "python",
+        value_name = "PYTHON",
+        default_value = "python3"
+    )]
     pub python: PathBuf,
     /// Output format.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]

@@ -121,7 +121,12 @@ fn every_json_verb_prints_an_object_when_it_fails() {
         vec!["abi-check", "/nonexistent/site-packages"],
         vec!["diff", missing, missing],
         vec!["index", "hash", missing],
-        vec!["index", "default-url", "--python", "/nonexistent/python3"],
+        vec![
+            "index",
+            "default-url",
+            "--pip-python",
+            "/nonexistent/python3",
+        ],
         // A usage error: clap's own, as an object too.
         vec!["probe", "--local", "--command-timeout", "0"],
     ];

@@ -917,7 +917,12 @@ fn default_index_falls_back_to_what_pip_uses() {
     assert!(report["url"].as_str().unwrap().contains("://"));
 
     let missing = upgrade(
-        &["index", "default-url", "--python", "/nonexistent/python3"],
+        &[
+            "index",
+            "default-url",
+            "--pip-python",
+            "/nonexistent/python3",
+        ],
         &[],
         &["PIP_INDEX_URL"],
     );
