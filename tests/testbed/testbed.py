@@ -225,7 +225,7 @@ def slurm_conf(state, directory):
         "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
         "JobCompType=jobcomp/none", "MpiDefault=none", "SwitchType=switch/none",
         "SchedulerType=sched/builtin", "SelectType=select/linear",
-        "SlurmdParameters=config_overrides", "ReturnToService=2", "SlurmdTimeout=60",
+        "SlurmdParameters=config_overrides", "ReturnToService=2", "SlurmdTimeout=300",
         "InactiveLimit=0", "KillWait=2", "MinJobAge=30",
     ]
     for node in state["nodes"]:
