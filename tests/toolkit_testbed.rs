@@ -232,11 +232,14 @@ fn an_apt_toolkit_is_adopted_and_the_runfile_is_refused_with_what_to_do() {
 
     // The manifest's update, whatever its installer: a no-op.
     let (runfile_url, runfile_sha) = testbed.runfile(RUNFILE_13).unwrap();
+    // NVIDIA's 13.0.2 runfile by name (`validate` refuses a version its URL contradicts);
+    // never fetched: the apt-installed 13.0.2 is adopted as it is.
+    let url_13_0_2 = runfile_url.replace(RUNFILE_13, "cuda_13.0.2_580.95.05_linux.run");
     let adopt_runfile = manifest(
         &work,
         "runfile-13.0.2",
         &format!(
-            "  version: \"13.0.2\"\n  prefix: {PREFIX}\n  installer: runfile\n  source:\n    url: {runfile_url}\n    sha256: {runfile_sha}\n"
+            "  version: \"13.0.2\"\n  prefix: {PREFIX}\n  installer: runfile\n  source:\n    url: {url_13_0_2}\n    sha256: {runfile_sha}\n"
         ),
     );
     for manifest in [apt_manifest(&work, "13.0.2"), adopt_runfile] {
