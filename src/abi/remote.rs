@@ -15,14 +15,20 @@ use super::tree::{Pending, Source};
 /// `tables` streams frames `KIND LENGTH\n PAYLOAD` (S: a site directory, D: a
 /// dist-info directory, M: its METADATA headers, R: its RECORD, E: a shared object's
 /// path, size and ranges), zlib-compressed.
-pub const SCRIPT: &str = r#"import csv, io, os, site, struct, sys, sysconfig, zlib
+pub const SCRIPT: &str = r#"import os, sys
 def sites():
     found = []
     candidates = []
     try:
+        import site
+        # Started with `-S`: no `.pth` file runs, so `site` sets nothing up. What its
+        # start-up does first, `venv`, makes `sys.prefix` the virtual environment's.
+        if sys.flags.no_site:
+            site.venv(set())
         candidates += site.getsitepackages()
     except Exception:
         pass
+    import sysconfig
     paths = sysconfig.get_paths()
     candidates += [paths.get("purelib"), paths.get("platlib")]
     for directory in candidates:
@@ -120,6 +126,7 @@ def tables():
 if sys.argv[1] == "sites":
     print("\n".join(sites()))
 else:
+    import csv, io, struct, zlib
     tables()
 "#;
 

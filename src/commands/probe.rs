@@ -2,6 +2,7 @@
 //! check's findings for the interpreter's environment (one more round trip).
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use crate::abi;
 
@@ -14,21 +15,39 @@ use crate::printer::Printer;
 use crate::report;
 use crate::transport::Transport;
 
-/// The ABI check's findings for the interpreter's environment; an environment that
-/// cannot be read is a note, not a failed probe.
-async fn abi_findings(transport: &Transport, python: &Path) -> Vec<Finding> {
-    match abi::node::environment(transport, python).await {
-        Ok(environment) => {
+/// The ABI check's findings for the interpreter's environment and where its time went;
+/// an environment that cannot be read is a note, not a failed probe.
+async fn abi_findings(transport: &Transport, python: &Path) -> (Vec<Finding>, Option<String>) {
+    match abi::node::environment_timed(transport, python).await {
+        Ok((environment, phases)) => {
+            let started = Instant::now();
             let outcome = abi::check(&environment);
-            abi::Report::new(&environment, &outcome, 0.0).findings()
+            let check = started.elapsed();
+            let timings = format!(
+                "ABI check {} ms (interpreter {} ms, tables of {} shared objects {} ms, matching {} ms)",
+                milliseconds(phases.interpreter + phases.read + check),
+                milliseconds(phases.interpreter),
+                environment.objects.len(),
+                milliseconds(phases.read),
+                milliseconds(check),
+            );
+            let findings = abi::Report::new(&environment, &outcome, 0.0).findings();
+            (findings, Some(timings))
         }
-        Err(error) => vec![Finding {
-            severity: Severity::Info,
-            code: FindingCode::ProbeSectionFailed,
-            message: format!("the ABI check could not read the environment: {error}"),
-            hint: None,
-        }],
+        Err(error) => (
+            vec![Finding {
+                severity: Severity::Info,
+                code: FindingCode::ProbeSectionFailed,
+                message: format!("the ABI check could not read the environment: {error}"),
+                hint: None,
+            }],
+            None,
+        ),
     }
+}
+
+fn milliseconds(duration: Duration) -> u128 {
+    duration.as_millis()
 }
 
 /// Probe the node and print its facts.
@@ -49,21 +68,31 @@ pub fn run(args: &ProbeArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     }
     let request = ProbeRequest::new(python, libraries);
     let selection = node::selection(&args.node, &args.ssh);
-    let (facts, abi_findings) = runtime()?.block_on(async {
+    let started = Instant::now();
+    let (facts, abi_findings, timings) = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;
+        let connected = started.elapsed();
         // The ABI check reads the environment's shared objects: a second round trip, run
         // beside the probe, its findings kept only when the interpreter answered.
         let interpreter = request.python.clone().unwrap_or_default();
-        let (facts, abi_findings) = tokio::join!(
-            exec::gather_facts(&transport, &request),
-            abi_findings(&transport, &interpreter)
-        );
+        let timed_facts = async {
+            let started = Instant::now();
+            let facts = exec::gather_facts(&transport, &request).await;
+            (facts, started.elapsed())
+        };
+        let ((facts, facts_time), (abi_findings, abi_time)) =
+            tokio::join!(timed_facts, abi_findings(&transport, &interpreter));
         let facts = facts?;
         let abi_findings = match &facts.python {
             Some(_) => abi_findings,
             None => Vec::new(),
         };
-        Ok::<_, CommandError>((facts, abi_findings))
+        let mut timings = vec![
+            format!("connect {} ms", milliseconds(connected)),
+            format!("facts {} ms", milliseconds(facts_time)),
+        ];
+        timings.extend(abi_time);
+        Ok::<_, CommandError>((facts, abi_findings, timings))
     })?;
     let text = match args.format {
         FactsFormat::Json => {
@@ -74,5 +103,14 @@ pub fn run(args: &ProbeArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         FactsFormat::Text => report::facts::text_with(&facts, &abi_findings),
     };
     printer.out(&text).map_err(CommandError::Output)?;
+    if printer.verbose() {
+        // Where the probe's time went: the facts and the ABI check run side by side.
+        let line = format!(
+            "timings: {}; total {} ms\n",
+            timings.join(", "),
+            milliseconds(started.elapsed())
+        );
+        printer.err(&line).map_err(CommandError::Output)?;
+    }
     Ok(ExitStatus::Success)
 }

@@ -470,7 +470,28 @@ emit 64 toolkits "" -- toolkit_links
 # See: https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html ("Meta Packages";
 # rpm names and versions: manifests/rules/cuda-updates.yaml, `rpm_source`)
 toolkit_series() {
-    basename -- "$1" | sed -n 's/^cuda-\([0-9][0-9]*\)\.\([0-9][0-9]*\)$/\1-\2/p'
+    series=${1%/}
+    series=${series##*/}
+    case $series in cuda-[0-9]*.[0-9]*) ;; *) return 0 ;; esac
+    series=${series#cuda-}
+    case ${series%%.*}/${series#*.} in
+        */*[!0-9]* | *[!0-9]*/* | /* | */) return 0 ;;
+    esac
+    printf '%s-%s\n' "${series%%.*}" "${series#*.}"
+}
+# toolkit_dpkg_line SERIES: whether dpkg may know a package of the line SERIES (e.g.
+# 13-0): dpkg keeps a file list for every package it has not purged, so a line with none
+# (a runfile's toolkit) has no owner and no package `dpkg-query -W` would list. Without
+# dpkg's info directory, dpkg-query is asked.
+toolkit_dpkg_line() {
+    [ -d /var/lib/dpkg/info ] || return 0
+    for list in /var/lib/dpkg/info/cuda-*-"$1".list /var/lib/dpkg/info/cuda-*-"$1":*.list \
+        /var/lib/dpkg/info/cuda-"$1".list /var/lib/dpkg/info/cuda-"$1":*.list \
+        /var/lib/dpkg/info/cuda-*-"$1"-*.list \
+        /var/lib/dpkg/info/lib*-"$1".list /var/lib/dpkg/info/lib*-"$1":*.list; do
+        [ -e "$list" ] && return 0
+    done
+    return 1
 }
 # The packages of PREFIX's line (the names `toolkit_dpkg_packages` lists, e.g.
 # cuda-nvcc-13-0 or libcublas-13-0:amd64) whose file list names PREFIX, as `dpkg-query -S
@@ -484,6 +505,7 @@ toolkit_dpkg_owners() {
         toolkit_prefix=$1
         info=/var/lib/dpkg/info
         if [ -n "$toolkit_series" ]; then
+            toolkit_dpkg_line "$toolkit_series" || return 0
             set -- "$info"/cuda-*-"$toolkit_series".list "$info"/cuda-*-"$toolkit_series":*.list \
                 "$info"/cuda-"$toolkit_series".list "$info"/cuda-"$toolkit_series":*.list \
                 "$info"/cuda-*-"$toolkit_series"-*.list \
@@ -499,7 +521,7 @@ toolkit_dpkg_owners() {
 }
 toolkit_dpkg_packages() {
     toolkit_series=$(toolkit_series "$1")
-    if [ -n "$toolkit_series" ]; then
+    if [ -n "$toolkit_series" ] && toolkit_dpkg_line "$toolkit_series"; then
         dpkg-query -W -f='package\t${Package}\t${Version}\t${db:Status-Abbrev}\n' \
             -- "cuda-*-$toolkit_series" "cuda-$toolkit_series" "cuda-*-$toolkit_series-*" \
             "lib*-$toolkit_series" 2>/dev/null |
@@ -536,12 +558,20 @@ toolkit_rpm_packages() {
     fi
     return 0
 }
+# Whether rpm has a database with anything in it (Debian's `rpm` package, installed beside
+# dpkg to build or inspect rpms, has none): one `rpm --eval` instead of three queries.
+rpm_database() {
+    rpm_dbpath=$(rpm --eval '%{_dbpath}' 2>/dev/null)
+    [ -n "$rpm_dbpath" ] && [ -d "$rpm_dbpath" ] || return 1
+    set -- "$rpm_dbpath"/*
+    [ -e "$1" ]
+}
 toolkit_packages() {
     toolkit_owners=""
     if have dpkg-query; then
         toolkit_owners=$(toolkit_dpkg_owners "$1")
     fi
-    if [ -z "$toolkit_owners" ] && have rpm; then
+    if [ -z "$toolkit_owners" ] && have rpm && { ! have dpkg-query || rpm_database; }; then
         toolkit_owners=$(toolkit_rpm_owners "$1")
         if [ -n "$toolkit_owners" ] || ! have dpkg-query; then
             printf 'manager\trpm\n'
