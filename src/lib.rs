@@ -15,6 +15,7 @@ pub mod facts;
 pub mod fleet;
 pub mod index;
 pub mod inventory;
+pub mod local_file;
 pub mod managed_block;
 pub mod manifest;
 pub mod pep508;

@@ -628,3 +628,57 @@ fn the_real_h200_outputs_show_a_clean_environment_and_the_int_break() {
     assert_eq!(read("extension-unsigned.rc").trim(), "0");
     assert_eq!(json("extension-unsigned-json.txt")["ok"], true);
 }
+
+/// `probe -v`'s timings line, run with `cache` as the cache directory.
+fn probe_timings(python: &Path, cache: &Path) -> (Output, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+        .env("XDG_CACHE_HOME", cache)
+        .args(["-v", "probe", "--local", "--python"])
+        .arg(python)
+        .output()
+        .expect("run upgrade");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let timings = stderr
+        .lines()
+        .find(|line| line.starts_with("timings: "))
+        .map(str::to_string);
+    assert!(timings.is_some(), "no timings line: {stderr}");
+    let timings = timings.unwrap_or_default();
+    (output, timings)
+}
+
+#[test]
+fn a_probe_reuses_the_report_of_an_unchanged_environment_and_rereads_a_changed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (python, site_dir) = venv(dir.path());
+    site(dir.path(), &site_dir, EXTENSION_INT);
+    let finding = "needs `c10::cuda::c10_cuda_check_implementation(int, char const*, char const*, int, bool)`, which torch 2.10.0 does not export";
+
+    let (first, timings) = probe_timings(&python, &cache);
+    assert!(timings.contains("tables of 2 shared objects"), "{timings}");
+    assert!(stdout(&first).contains(finding), "{}", stdout(&first));
+    let (second, timings) = probe_timings(&python, &cache);
+    assert!(
+        timings.contains("the report kept for these 2 shared objects"),
+        "{timings}"
+    );
+    assert_eq!(stdout(&second), stdout(&first));
+
+    // The extension rebuilt against the provider: read again, and the break is gone.
+    gxx(
+        dir.path(),
+        &site_dir.join("sgl_kernel/common_ops.abi3.so"),
+        EXTENSION_UNSIGNED,
+        &[
+            &format!("-L{}", site_dir.join("torch/lib").display()),
+            "-lc10_cuda",
+            "-Wl,-rpath,$ORIGIN/../torch/lib",
+        ],
+    );
+    let (third, timings) = probe_timings(&python, &cache);
+    assert!(timings.contains("tables of 2 shared objects"), "{timings}");
+    assert!(!stdout(&third).contains(finding), "{}", stdout(&third));
+    let (_, timings) = probe_timings(&python, &cache);
+    assert!(timings.contains("the report kept"), "{timings}");
+}

@@ -8,6 +8,7 @@
 //! [`tree`] and [`remote`] gather the tables, [`elf`] reads them, [`ownership`] maps
 //! files to distributions, [`check`] matches imports to exports, [`report`] prints.
 
+pub mod cache;
 pub mod check;
 pub mod demangle;
 pub mod elf;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::tree;
-use super::{AbiError, Environment, remote};
+use super::{AbiError, Environment, Report, cache, remote};
 use crate::transport::{NodeCommand, Transport};
 
 fn failed(transport: &Transport, python: &Path, message: String) -> AbiError {
@@ -32,47 +32,108 @@ pub struct Phases {
     /// Running the interpreter: listing the site directories (on this machine) or
     /// streaming the tables (over SSH).
     pub interpreter: std::time::Duration,
-    /// Reading the shared objects' tables.
+    /// Reading the shared objects' tables (on this machine, the RECORDs too).
     pub read: std::time::Duration,
+    /// Matching imports to exports.
+    pub check: std::time::Duration,
+    /// Whether the report was the one kept for this environment as it is on disk
+    /// ([`cache`]): nothing was read but the RECORDs and the files' metadata.
+    pub cached: bool,
 }
 
-/// The environment of `python` on the node.
+/// The ABI check's report of the environment of `python` on the node, with where its
+/// time went. On this machine the report kept for the environment as it is on disk
+/// now is used when there is one ([`cache`]).
+pub async fn report(transport: &Transport, python: &Path) -> Result<(Report, Phases), AbiError> {
+    let started = std::time::Instant::now();
+    let (environment, mut phases) = match transport {
+        Transport::Local(_) => {
+            let sites = sites(transport, python).await?;
+            let interpreter = started.elapsed();
+            let directory = cache::directory();
+            let found = tokio::task::spawn_blocking(move || {
+                let directories: Vec<&Path> =
+                    sites.iter().map(std::path::PathBuf::as_path).collect();
+                let listing = tree::listing(&directories)?;
+                let key = cache::key(&listing);
+                let kept = directory
+                    .as_deref()
+                    .and_then(|directory| cache::load(directory, &listing.roots, &key));
+                Ok::<_, AbiError>(match kept {
+                    Some(report) => Err(report),
+                    None => Ok((listing.read(), key, directory)),
+                })
+            })
+            .await
+            .map_err(|error| failed(transport, python, error.to_string()))??;
+            let read = started.elapsed() - interpreter;
+            match found {
+                Err(mut report) => {
+                    report.seconds = started.elapsed().as_secs_f64();
+                    let phases = Phases {
+                        interpreter,
+                        read,
+                        cached: true,
+                        ..Phases::default()
+                    };
+                    return Ok((report, phases));
+                }
+                Ok((environment, key, directory)) => {
+                    let checked = std::time::Instant::now();
+                    let outcome = super::check(&environment);
+                    let report =
+                        Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
+                    if let Some(directory) = directory {
+                        cache::store(&directory, &report.roots, &key, &report);
+                    }
+                    let phases = Phases {
+                        interpreter,
+                        read,
+                        check: checked.elapsed(),
+                        cached: false,
+                    };
+                    return Ok((report, phases));
+                }
+            }
+        }
+        Transport::Ssh(_) => streamed_timed(transport, python).await?,
+    };
+    let checked = std::time::Instant::now();
+    let outcome = super::check(&environment);
+    phases.check = checked.elapsed();
+    let report = Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
+    Ok((report, phases))
+}
+
+/// The site-packages directories of `python` on this machine.
+async fn sites(transport: &Transport, python: &Path) -> Result<Vec<std::path::PathBuf>, AbiError> {
+    let output = transport.run(&command(python, "sites"), None).await?;
+    if !output.success() {
+        return Err(failed(transport, python, output.tail(5)));
+    }
+    Ok(output
+        .stdout_text()
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(std::path::PathBuf::from)
+        .collect())
+}
+
+/// The environment of `python` on the node, read whole (the tests' view; the verbs use
+/// [`report`]).
 pub async fn environment(transport: &Transport, python: &Path) -> Result<Environment, AbiError> {
-    environment_timed(transport, python)
-        .await
-        .map(|(environment, _)| environment)
-}
-
-/// [`environment`], with where its time went.
-pub async fn environment_timed(
-    transport: &Transport,
-    python: &Path,
-) -> Result<(Environment, Phases), AbiError> {
     match transport {
         Transport::Local(_) => {
-            let started = std::time::Instant::now();
-            let output = transport.run(&command(python, "sites"), None).await?;
-            if !output.success() {
-                return Err(failed(transport, python, output.tail(5)));
-            }
-            let interpreter = started.elapsed();
-            let sites: Vec<std::path::PathBuf> = output
-                .stdout_text()
-                .lines()
-                .filter(|line| !line.is_empty())
-                .map(std::path::PathBuf::from)
-                .collect();
-            let environment = tokio::task::spawn_blocking(move || {
+            let sites = sites(transport, python).await?;
+            tokio::task::spawn_blocking(move || {
                 let directories: Vec<&Path> =
                     sites.iter().map(std::path::PathBuf::as_path).collect();
                 tree::site_packages(&directories)
             })
             .await
-            .map_err(|error| failed(transport, python, error.to_string()))??;
-            let read = started.elapsed() - interpreter;
-            Ok((environment, Phases { interpreter, read }))
+            .map_err(|error| failed(transport, python, error.to_string()))?
         }
-        Transport::Ssh(_) => streamed_timed(transport, python).await,
+        Transport::Ssh(_) => streamed(transport, python).await,
     }
 }
 
@@ -102,5 +163,12 @@ async fn streamed_timed(
     .await
     .map_err(|error| failed(transport, python, error.to_string()))?;
     let read = started.elapsed() - interpreter;
-    Ok((environment, Phases { interpreter, read }))
+    Ok((
+        environment,
+        Phases {
+            interpreter,
+            read,
+            ..Phases::default()
+        },
+    ))
 }

@@ -2,7 +2,7 @@
 //! who should provide it, the nearest exported overloads side by side, a hint naming
 //! the version pair) and for machines (`--format json`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Environment;
 use super::check::Outcome;
@@ -10,7 +10,7 @@ use crate::facts::{Finding, FindingCode, Severity};
 use crate::text::text_value;
 
 /// A distribution in the report, e.g. `torch` `2.11.0+cu130`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct DistReport {
     /// e.g. `torch`.
     pub package: String,
@@ -19,7 +19,7 @@ pub struct DistReport {
 }
 
 /// An exported neighbour of a missing symbol.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct NearestReport {
     /// Demangled.
     pub exported: String,
@@ -35,7 +35,7 @@ pub struct NearestReport {
 }
 
 /// One missing symbol.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MissingReport {
     /// Who needs it.
     pub needed_by: DistReport,
@@ -59,7 +59,7 @@ pub struct MissingReport {
 }
 
 /// The whole report.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     /// Nothing missing.
     pub ok: bool,

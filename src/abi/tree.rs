@@ -140,12 +140,40 @@ fn read_error(path: &Path) -> impl Fn(std::io::Error) -> AbiError + '_ {
     }
 }
 
+/// What reading site-packages directories finds before any shared object is opened:
+/// the distributions and the shared objects their RECORDs list, and a digest of every
+/// RECORD and METADATA read (part of what [`super::cache`] keys a report by).
+pub struct Listing {
+    /// The directories read, normalized.
+    pub roots: Vec<String>,
+    /// Their distributions.
+    pub dists: Vec<Dist>,
+    /// The shared objects to read.
+    pub pending: Vec<Pending>,
+    /// sha256 over each distribution's directory name, RECORD and METADATA, in order.
+    pub digest: sha2::Sha256,
+}
+
+impl Listing {
+    /// Read every listed shared object (in parallel) into an environment.
+    pub fn read(self) -> Environment {
+        build(self.roots, self.dists, self.pending)
+    }
+}
+
 /// The distributions and shared objects of site-packages directories, e.g.
 /// `/venv/lib/python3.12/site-packages`; a missing directory is skipped.
 pub fn site_packages(directories: &[&Path]) -> Result<Environment, AbiError> {
+    listing(directories).map(Listing::read)
+}
+
+/// [`site_packages`] up to the point where the shared objects are read.
+pub fn listing(directories: &[&Path]) -> Result<Listing, AbiError> {
+    use sha2::Digest;
     let mut roots = Vec::new();
     let mut dists = Vec::new();
     let mut pending = Vec::new();
+    let mut digest = sha2::Sha256::new();
     for directory in directories {
         if !directory.is_dir() {
             continue;
@@ -169,6 +197,10 @@ pub fn site_packages(directories: &[&Path]) -> Result<Environment, AbiError> {
                 continue;
             };
             let metadata = std::fs::read(dir.join("METADATA")).unwrap_or_default();
+            for part in [root.as_bytes(), info.as_bytes(), &record, &metadata] {
+                digest.update((part.len() as u64).to_le_bytes());
+                digest.update(part);
+            }
             let (dist, paths) = dist_of(&record, &metadata, &info);
             let index = dists.len();
             dists.push(dist);
@@ -183,7 +215,12 @@ pub fn site_packages(directories: &[&Path]) -> Result<Environment, AbiError> {
         }
         roots.push(root);
     }
-    Ok(build(roots, dists, pending))
+    Ok(Listing {
+        roots,
+        dists,
+        pending,
+        digest,
+    })
 }
 
 /// Where a wheel entry lands when installed: `NAME.data/purelib/x` and

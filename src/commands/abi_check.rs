@@ -12,23 +12,23 @@ use crate::printer::Printer;
 
 /// Read the environment, check it, print the report.
 pub fn run(args: &AbiCheckArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let started = Instant::now();
-    let (name, environment) = match &args.directory {
-        Some(directory) => (
-            directory.display().to_string(),
-            abi::tree::directory(directory)?,
-        ),
+    let (name, report) = match &args.directory {
+        Some(directory) => {
+            let started = Instant::now();
+            let environment = abi::tree::directory(directory)?;
+            let outcome = abi::check(&environment);
+            let report = Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
+            (directory.display().to_string(), report)
+        }
         None => {
             let selection = node::selection(&args.node, &args.ssh);
             runtime()?.block_on(async {
                 let transport = exec::connect(&selection).await?;
-                let environment = abi::node::environment(&transport, &args.python).await?;
-                Ok::<_, CommandError>((transport.name().to_string(), environment))
+                let (report, _) = abi::node::report(&transport, &args.python).await?;
+                Ok::<_, CommandError>((transport.name().to_string(), report))
             })?
         }
     };
-    let outcome = abi::check(&environment);
-    let report = Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
     let text = match args.format {
         ApplyFormat::Text => report.text(&name),
         ApplyFormat::Json => report

@@ -18,21 +18,27 @@ use crate::transport::Transport;
 /// The ABI check's findings for the interpreter's environment and where its time went;
 /// an environment that cannot be read is a note, not a failed probe.
 async fn abi_findings(transport: &Transport, python: &Path) -> (Vec<Finding>, Option<String>) {
-    match abi::node::environment_timed(transport, python).await {
-        Ok((environment, phases)) => {
-            let started = Instant::now();
-            let outcome = abi::check(&environment);
-            let check = started.elapsed();
-            let timings = format!(
-                "ABI check {} ms (interpreter {} ms, tables of {} shared objects {} ms, matching {} ms)",
-                milliseconds(phases.interpreter + phases.read + check),
-                milliseconds(phases.interpreter),
-                environment.objects.len(),
-                milliseconds(phases.read),
-                milliseconds(check),
-            );
-            let findings = abi::Report::new(&environment, &outcome, 0.0).findings();
-            (findings, Some(timings))
+    match abi::node::report(transport, python).await {
+        Ok((report, phases)) => {
+            let timings = if phases.cached {
+                format!(
+                    "ABI check {} ms (interpreter {} ms, the report kept for these {} shared objects {} ms)",
+                    milliseconds(phases.interpreter + phases.read),
+                    milliseconds(phases.interpreter),
+                    report.objects,
+                    milliseconds(phases.read),
+                )
+            } else {
+                format!(
+                    "ABI check {} ms (interpreter {} ms, tables of {} shared objects {} ms, matching {} ms)",
+                    milliseconds(phases.interpreter + phases.read + phases.check),
+                    milliseconds(phases.interpreter),
+                    report.objects,
+                    milliseconds(phases.read),
+                    milliseconds(phases.check),
+                )
+            };
+            (report.findings(), Some(timings))
         }
         Err(error) => (
             vec![Finding {

@@ -118,7 +118,6 @@ fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> S
 /// with the counts, or `failed` with the report (or why the environment could not be
 /// read) as its output.
 pub async fn abi_check_step(transport: &Transport, python: &Path) -> StepRecord {
-    let started = Instant::now();
     let record = |outcome, reason: String, output| StepRecord {
         kind: "abi-check".to_string(),
         action: Action::NoOp,
@@ -128,11 +127,8 @@ pub async fn abi_check_step(transport: &Transport, python: &Path) -> StepRecord 
         status: None,
         output,
     };
-    match crate::abi::node::environment(transport, python).await {
-        Ok(environment) => {
-            let outcome = crate::abi::check(&environment);
-            let report =
-                crate::abi::Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
+    match crate::abi::node::report(transport, python).await {
+        Ok((report, _)) => {
             let summary = format!(
                 "{} shared objects of {} packages, {} symbols looked up across packages, {} missing",
                 report.objects,

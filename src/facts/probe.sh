@@ -440,6 +440,10 @@ PYTHON
 gpu_fields=index,name,driver_version,compute_cap,memory.total,memory.used,uuid
 if have nvidia-smi; then
     background gpus bounded nvidia-smi --query-gpu="$gpu_fields" --format=csv,noheader,nounits
+    if [ "$scope" = full ]; then
+        background apps bounded nvidia-smi \
+            --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv
+    fi
 fi
 # A bare name such as `python3` is looked up on PATH, as a shell would.
 case "$python" in
@@ -801,8 +805,7 @@ if have nvidia-smi; then
             --format=csv,noheader,nounits
     fi
     if [ "$scope" = full ]; then
-        emit 1024 nvidia-smi-compute-apps "" -- bounded nvidia-smi \
-            --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv
+        collect 1024 apps nvidia-smi-compute-apps ""
     fi
 else
     absent nvidia-smi-gpus ""

@@ -193,13 +193,8 @@ fn read_record(path: &Path) -> Option<Record> {
 }
 
 fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {
-    fs_err::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
-    let temporary = path.with_extension(format!("{}.tmp", std::process::id()));
-    fs_err::write(
-        &temporary,
-        serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?,
-    )?;
-    fs_err::rename(&temporary, path)
+    let bytes = serde_json::to_vec_pretty(record).map_err(std::io::Error::other)?;
+    crate::local_file::write_atomic(path, &bytes)
 }
 
 /// Run [`PROGRAM`] in `python`, bounded in time; `None` on any failure.

@@ -14,7 +14,6 @@
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
@@ -153,9 +152,6 @@ impl Cache {
     }
 }
 
-/// Distinguishes concurrent writers' temporary files within one process.
-static TEMPORARY_SEQUENCE: AtomicU64 = AtomicU64::new(0);
-
 fn digest(text: &str) -> String {
     hex::encode(sha2::Sha256::digest(text.as_bytes()))
 }
@@ -172,19 +168,10 @@ fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, ClientError> {
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ClientError> {
-    let cache_error = |source| ClientError::Cache {
+    crate::local_file::write_atomic(path, bytes).map_err(|source| ClientError::Cache {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(parent) = path.parent() {
-        fs_err::create_dir_all(parent).map_err(cache_error)?;
-    }
-    let mut temporary = path.as_os_str().to_owned();
-    let sequence = TEMPORARY_SEQUENCE.fetch_add(1, Ordering::Relaxed);
-    temporary.push(format!(".{}.{sequence}.tmp", std::process::id()));
-    let temporary = PathBuf::from(temporary);
-    fs_err::write(&temporary, bytes).map_err(cache_error)?;
-    fs_err::rename(&temporary, path).map_err(cache_error)
+    })
 }
 
 #[cfg(test)]
