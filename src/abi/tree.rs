@@ -142,7 +142,7 @@ fn read_error(path: &Path) -> impl Fn(std::io::Error) -> AbiError + '_ {
 
 /// What reading site-packages directories finds before any shared object is opened:
 /// the distributions and the shared objects their RECORDs list, and a digest of every
-/// RECORD and METADATA read (part of what [`super::cache`] keys a report by).
+/// RECORD and METADATA read (part of the key of the kept report, see `cache.rs`).
 pub struct Listing {
     /// The directories read, normalized.
     pub roots: Vec<String>,
