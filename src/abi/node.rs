@@ -54,15 +54,19 @@ pub async fn report(transport: &Transport, python: &Path) -> Result<(Report, Pha
             let found = tokio::task::spawn_blocking(move || {
                 let directories: Vec<&Path> =
                     sites.iter().map(std::path::PathBuf::as_path).collect();
-                let listing = tree::listing(&directories)?;
-                let key = cache::key(&listing);
-                let kept = directory
+                let roots: Vec<String> = tree::roots(&directories)?
+                    .into_iter()
+                    .map(|(root, _)| root)
+                    .collect();
+                if let Some(report) = directory
                     .as_deref()
-                    .and_then(|directory| cache::load(directory, &listing.roots, &key));
-                Ok::<_, AbiError>(match kept {
-                    Some(report) => Err(report),
-                    None => Ok((listing.read(), key, directory)),
-                })
+                    .and_then(|directory| cache::load(directory, &roots))
+                {
+                    return Ok(Err(report));
+                }
+                let listing = tree::listing(&directories)?;
+                let stamps = cache::stamps(&listing.roots, &listing.pending);
+                Ok::<_, AbiError>(Ok((listing.read(), stamps, directory)))
             })
             .await
             .map_err(|error| failed(transport, python, error.to_string()))??;
@@ -78,13 +82,13 @@ pub async fn report(transport: &Transport, python: &Path) -> Result<(Report, Pha
                     };
                     return Ok((report, phases));
                 }
-                Ok((environment, key, directory)) => {
+                Ok((environment, stamps, directory)) => {
                     let checked = std::time::Instant::now();
                     let outcome = super::check(&environment);
                     let report =
                         Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
                     if let Some(directory) = directory {
-                        cache::store(&directory, &report.roots, &key, &report);
+                        cache::store(&directory, &report.roots, stamps, &report);
                     }
                     let phases = Phases {
                         interpreter,

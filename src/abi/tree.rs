@@ -141,8 +141,7 @@ fn read_error(path: &Path) -> impl Fn(std::io::Error) -> AbiError + '_ {
 }
 
 /// What reading site-packages directories finds before any shared object is opened:
-/// the distributions and the shared objects their RECORDs list, and a digest of every
-/// RECORD and METADATA read (part of the key of the kept report, see `cache.rs`).
+/// the distributions and the shared objects their RECORDs list.
 pub struct Listing {
     /// The directories read, normalized.
     pub roots: Vec<String>,
@@ -150,8 +149,6 @@ pub struct Listing {
     pub dists: Vec<Dist>,
     /// The shared objects to read.
     pub pending: Vec<Pending>,
-    /// sha256 over each distribution's directory name, RECORD and METADATA, in order.
-    pub digest: sha2::Sha256,
 }
 
 impl Listing {
@@ -167,13 +164,10 @@ pub fn site_packages(directories: &[&Path]) -> Result<Environment, AbiError> {
     listing(directories).map(Listing::read)
 }
 
-/// [`site_packages`] up to the point where the shared objects are read.
-pub fn listing(directories: &[&Path]) -> Result<Listing, AbiError> {
-    use sha2::Digest;
+/// The site-packages directories of `directories` that exist, absolute and normalized,
+/// e.g. `/venv/lib/python3.12/site-packages`, each with the path it was given as.
+pub fn roots<'a>(directories: &[&'a Path]) -> Result<Vec<(String, &'a Path)>, AbiError> {
     let mut roots = Vec::new();
-    let mut dists = Vec::new();
-    let mut pending = Vec::new();
-    let mut digest = sha2::Sha256::new();
     for directory in directories {
         if !directory.is_dir() {
             continue;
@@ -184,23 +178,35 @@ pub fn listing(directories: &[&Path]) -> Result<Listing, AbiError> {
                 .display()
                 .to_string(),
         );
-        let mut infos: Vec<String> = std::fs::read_dir(directory)
-            .map_err(read_error(directory))?
-            .filter_map(Result::ok)
-            .map(|entry| entry.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.ends_with(".dist-info"))
-            .collect();
-        infos.sort();
-        for info in infos {
+        roots.push((root, *directory));
+    }
+    Ok(roots)
+}
+
+/// The `*.dist-info` directories of a site-packages directory, by name, sorted.
+pub fn dist_infos(directory: &Path) -> Result<Vec<String>, AbiError> {
+    let mut infos: Vec<String> = std::fs::read_dir(directory)
+        .map_err(read_error(directory))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".dist-info"))
+        .collect();
+    infos.sort();
+    Ok(infos)
+}
+
+/// [`site_packages`] up to the point where the shared objects are read.
+pub fn listing(directories: &[&Path]) -> Result<Listing, AbiError> {
+    let mut roots = Vec::new();
+    let mut dists = Vec::new();
+    let mut pending = Vec::new();
+    for (root, directory) in self::roots(directories)? {
+        for info in dist_infos(directory)? {
             let dir = directory.join(&info);
             let Ok(record) = std::fs::read(dir.join("RECORD")) else {
                 continue;
             };
             let metadata = std::fs::read(dir.join("METADATA")).unwrap_or_default();
-            for part in [root.as_bytes(), info.as_bytes(), &record, &metadata] {
-                digest.update((part.len() as u64).to_le_bytes());
-                digest.update(part);
-            }
             let (dist, paths) = dist_of(&record, &metadata, &info);
             let index = dists.len();
             dists.push(dist);
@@ -219,7 +225,6 @@ pub fn listing(directories: &[&Path]) -> Result<Listing, AbiError> {
         roots,
         dists,
         pending,
-        digest,
     })
 }
 
