@@ -11,18 +11,14 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use common::stack::{
-    install_repository, overlay, overlay_files, sglang_repository, snapshot, text, upgrade,
-    work_dir,
+    install_repository, overlay, overlay_files, seeded_testbed, sglang_repository, snapshot, text,
+    upgrade, work_dir,
 };
 use common::testbed::{Testbed, skip};
 
@@ -59,12 +55,8 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     if skip("cuda12_8_node_converges_to_the_seed_stack_and_stays_converged") {
         return;
     }
-    let testbed = Testbed::up(&["cuda12.8"]).unwrap();
     let work = work_dir("apply-converge");
-    let repo = sglang_repository(&work);
-    install_repository(&testbed, &repo, "node0");
-    let manifest = overlay(&testbed, &work, |text| text);
-    let snapshot = snapshot(&testbed, &manifest);
+    let (testbed, manifest, snapshot) = seeded_testbed(&["cuda12.8"], &[], &work, |text| text);
 
     let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
     assert!(output.status.success(), "{}", text(&output));

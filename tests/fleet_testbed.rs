@@ -11,19 +11,13 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::stack::{
-    install_repository, overlay, sglang_repository, snapshot, text, upgrade, work_dir,
-};
+use common::stack::{node, overlay, seeded_testbed, sglang_repository, text, upgrade, work_dir};
 use common::testbed::{Testbed, skip};
 
 /// A testbed of `count` `cuda12.8` nodes with the fixture repository on each, the seed
@@ -42,14 +36,7 @@ fn fleet_of(
     work: &Path,
     edit: impl Fn(String) -> String,
 ) -> (Testbed, PathBuf, PathBuf) {
-    let testbed = Testbed::up(personas).unwrap();
-    let repo = sglang_repository(work);
-    for node in 0..personas.len() {
-        install_repository(&testbed, &repo, &format!("node{node}"));
-    }
-    let manifest = overlay(&testbed, work, edit);
-    let snapshot = snapshot(&testbed, &manifest);
-    (testbed, manifest, snapshot)
+    seeded_testbed(personas, &[], work, edit)
 }
 
 fn inventory(work: &Path, name: &str, text: &str) -> PathBuf {
@@ -83,16 +70,6 @@ fn apply_fleet(
     let output = upgrade(testbed, &args);
     let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
     (output, report)
-}
-
-fn node<'a>(report: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
-    let found = report["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|node| node["host"] == host);
-    assert!(found.is_some(), "no `{host}` in {report:#}");
-    found.unwrap()
 }
 
 const EIGHT: &str = "all:\n  children:\n    gpu:\n      hosts:\n        node[0:7]:\n";

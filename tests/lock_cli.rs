@@ -10,67 +10,21 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const H200_FACTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/facts/h200.facts.json"
-);
-
-fn upgrade(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run upgrade")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
-}
+use common::cli::{H200_FACTS, stderr, stdout, torch_snapshot as snapshot, upgrade, venv_manifest};
 
 /// A manifest for the H200's venv (`/opt/torch/.venv`) asking for `torch` `spec`.
 fn manifest(dir: &Path, name: &str, spec: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "schema: 1\nname: {name}\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\nindexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"{spec}\"\n"
+    venv_manifest(
+        dir,
+        name,
+        &format!(
+            "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"{spec}\"\n"
         ),
     )
-    .unwrap();
-    path
-}
-
-/// A snapshot offering these releases of torch, each hashed.
-fn snapshot(dir: &Path, name: &str, versions: &[&str]) -> PathBuf {
-    let releases: Vec<String> = versions
-        .iter()
-        .enumerate()
-        .map(|(n, version)| {
-            format!(
-                r#"{{"version": "{version}", "requires_dist": [], "files": [{{"filename": "torch-{version}-cp312-cp312-manylinux_2_28_x86_64.whl", "sha256": "{}"}}]}}"#,
-                format!("{n:02x}").repeat(32)
-            )
-        })
-        .collect();
-    let path = dir.join(format!("{name}.json"));
-    std::fs::write(
-        &path,
-        format!(
-            r#"{{"schema": 1, "recorded": "2026-12-03", "how": "by hand, for a test",
-  "universe": {{"indexes": [{{"name": "local", "packages": {{"torch": [{}]}}}}]}}}}"#,
-            releases.join(", ")
-        ),
-    )
-    .unwrap();
-    path
 }
 
 /// `upgrade lock MANIFEST --facts H200 --snapshot SNAPSHOT --format json -o LOCK`.
@@ -90,15 +44,22 @@ fn write_lock(manifest: &Path, snapshot: &Path, lock: &Path) {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
+/// In `dir`: manifest `m` asking for `torch>=2.9`, snapshot `old` offering 2.9.1, and
+/// the lock of the two at `m.lock.json` (the default lock file beside the manifest).
+fn locked(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let manifest = manifest(dir, "m", ">=2.9");
+    let old = snapshot(dir, "old", &["2.9.1"]);
+    let lock = dir.join("m.lock.json");
+    write_lock(&manifest, &old, &lock);
+    (manifest, old, lock)
+}
+
 /// The lock records the manifest's digest; `plan --lock` installs exactly the lock,
 /// whatever the snapshot now offers: no resolution.
 #[test]
 fn plan_installs_exactly_the_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, old, lock) = locked(dir.path());
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
     let text = std::fs::read_to_string(&manifest).unwrap();
@@ -145,10 +106,7 @@ fn hex_sha256(bytes: &[u8]) -> String {
 #[test]
 fn a_lock_of_another_manifest_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, old, lock) = locked(dir.path());
     let locked_digest = hex_sha256(&std::fs::read(&manifest).unwrap());
     let mut text = std::fs::read_to_string(&manifest).unwrap();
     text.push_str("# edited after locking\n");
@@ -215,10 +173,7 @@ fn a_lock_of_another_manifest_is_refused() {
 #[test]
 fn a_lock_that_does_not_hold_on_the_node_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, old, lock) = locked(dir.path());
     let mut facts: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(H200_FACTS).unwrap()).unwrap();
     facts["python"]["version"] = serde_json::json!("3.11.9");
@@ -251,11 +206,8 @@ fn a_lock_that_does_not_hold_on_the_node_is_refused() {
 #[test]
 fn lock_check_exits_4_when_the_lock_is_out_of_date() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
     // The default lock file of `--check`: `NAME.lock.json` beside the manifest.
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, old, lock) = locked(dir.path());
     let check = |snapshot: &Path, extra: &[&str]| {
         let mut args = vec![
             "lock",

@@ -10,62 +10,15 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-const H200_FACTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/facts/h200.facts.json"
-);
-const SEED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/manifests/sglang-0.5.9-cu130.yaml"
-);
+use std::path::Path;
 
-fn upgrade(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run upgrade")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
-}
-
-/// A manifest for the H200's venv (`/opt/torch/.venv`) with `extra` appended.
-fn venv_manifest(dir: &Path, name: &str, extra: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "schema: 1\nname: {name}\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\n{extra}"
-        ),
-    )
-    .unwrap();
-    path
-}
+use common::cli::{H200_FACTS, SEED, command, stderr, stdout, upgrade, venv_manifest};
 
 /// A snapshot with one release of torch, 2.9.1, hashed: the H200's venv has 2.11.0.
-fn torch_snapshot(dir: &Path) -> PathBuf {
-    let path = dir.join("snapshot.json");
-    std::fs::write(
-        &path,
-        format!(
-            r#"{{"schema": 1, "recorded": "2026-12-03", "how": "by hand, for a test",
-  "universe": {{"indexes": [{{"name": "local", "packages": {{
-    "torch": [{{"version": "2.9.1", "requires_dist": [], "files": [{{"filename": "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl", "sha256": "{}"}}]}}]
-  }}}}]}}}}"#,
-            "ab".repeat(32)
-        ),
-    )
-    .unwrap();
-    path
+fn torch_snapshot(dir: &Path) -> std::path::PathBuf {
+    common::cli::torch_snapshot(dir, "snapshot", &["2.9.1"])
 }
 
 const TORCH_ONLY: &str = "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==2.9.1\"\n";
@@ -328,7 +281,7 @@ fn plan_needs_no_secret_values() {
         "secret",
         "env:\n  HF_TOKEN:\n    from_env: CUDA_UPGRADE_TEST_NEVER_SET_TOKEN\n",
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+    let output = command()
         .args(["plan", manifest.to_str().unwrap(), "--facts", H200_FACTS])
         .env_remove("CUDA_UPGRADE_TEST_NEVER_SET_TOKEN")
         .output()
@@ -347,16 +300,12 @@ fn plan_needs_no_secret_values() {
 fn apply_without_a_terminal_refuses_without_yes() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = venv_manifest(dir.path(), "asks", "");
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args([
-            "apply",
-            manifest.to_str().unwrap(),
-            "--host",
-            "node-that-is-never-reached",
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let output = upgrade(&[
+        "apply",
+        manifest.to_str().unwrap(),
+        "--host",
+        "node-that-is-never-reached",
+    ]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stderr(&output);
     assert!(text.contains("stdin is not a terminal"), "{text}");
@@ -368,18 +317,15 @@ fn apply_without_a_terminal_refuses_without_yes() {
         "all:\n  hosts:\n    node-that-is-never-reached: {}\n",
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args([
-            "apply",
-            manifest.to_str().unwrap(),
-            "-i",
-            inventory.to_str().unwrap(),
-        ])
-        .arg("--run-dir")
-        .arg(dir.path().join("runs"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let runs = dir.path().join("runs");
+    let output = upgrade(&[
+        "apply",
+        manifest.to_str().unwrap(),
+        "-i",
+        inventory.to_str().unwrap(),
+        "--run-dir",
+        runs.to_str().unwrap(),
+    ]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("pass `--yes`"),
