@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::stack::{node, overlay, seeded_testbed, sglang_repository, text, upgrade, work_dir};
+use common::stack::{
+    apply_inventory, node, overlay, seeded_testbed, sglang_repository, text, upgrade, work_dir,
+};
 use common::testbed::{Testbed, skip};
 
 /// A testbed of `count` `cuda12.8` nodes with the fixture repository on each, the seed
@@ -52,24 +54,9 @@ fn apply_fleet(
     inventory: &Path,
     extra: &[&str],
 ) -> (Output, serde_json::Value) {
-    let ssh_config = testbed.ssh_config().unwrap();
-    let mut args = vec![
-        "apply",
-        "--yes",
-        manifest.to_str().unwrap(),
-        "-i",
-        inventory.to_str().unwrap(),
-        "--ssh-config",
-        &ssh_config,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ];
+    let mut args = vec!["--snapshot", snapshot.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let output = upgrade(testbed, &args);
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
-    (output, report)
+    apply_inventory(testbed, manifest, inventory, &args)
 }
 
 const EIGHT: &str = "all:\n  children:\n    gpu:\n      hosts:\n        node[0:7]:\n";

@@ -14,7 +14,9 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::stack::{node, overlay_files, seeded_testbed, text, upgrade, work_dir};
+use common::stack::{
+    apply_inventory, node, overlay_files, seeded_testbed, text, upgrade, work_dir,
+};
 use common::testbed::{Testbed, skip};
 
 /// Both nodes of the fleet `report` refused, each saying `reason`.
@@ -33,28 +35,18 @@ fn apply_locked(
     inventory: &Path,
     run_dir: &Path,
 ) -> (Output, serde_json::Value) {
-    let ssh_config = testbed.ssh_config().unwrap();
-    let output = upgrade(
+    apply_inventory(
         testbed,
+        manifest,
+        inventory,
         &[
-            "apply",
-            "--yes",
-            manifest.to_str().unwrap(),
-            "-i",
-            inventory.to_str().unwrap(),
-            "--ssh-config",
-            &ssh_config,
             "--lock",
             lock.to_str().unwrap(),
             "--no-verify",
             "--run-dir",
             run_dir.to_str().unwrap(),
-            "--format",
-            "json",
         ],
-    );
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
-    (output, report)
+    )
 }
 
 #[test]

@@ -19,7 +19,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::stack::{RUNFILE_13, overlay_files, text, work_dir};
+use common::stack::{RUNFILE_13, json_report, overlay_files, text, work_dir};
 use common::testbed::{Testbed, skip};
 
 const PREFIX: &str = "/usr/local/cuda-13.0";
@@ -66,7 +66,7 @@ fn upgrade(
         .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
         .output()
         .unwrap();
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let report = json_report(&output);
     (output, report)
 }
 

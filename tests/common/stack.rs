@@ -157,6 +157,52 @@ pub fn upgrade(testbed: &Testbed, args: &[&str]) -> Output {
     upgrade_command(testbed).args(args).output().unwrap()
 }
 
+/// `upgrade VERB FILE --host NODE --ssh-config (the testbed's) ARGS…`.
+pub fn on_host(testbed: &Testbed, verb: &str, file: &Path, node: &str, args: &[&str]) -> Output {
+    let ssh_config = testbed.ssh_config().unwrap();
+    let mut all = vec![
+        verb,
+        file.to_str().unwrap(),
+        "--host",
+        node,
+        "--ssh-config",
+        &ssh_config,
+    ];
+    all.extend_from_slice(args);
+    upgrade(testbed, &all)
+}
+
+/// `upgrade apply --yes MANIFEST -i INVENTORY --ssh-config (the testbed's) --format json
+/// ARGS…` and its report.
+pub fn apply_inventory(
+    testbed: &Testbed,
+    manifest: &Path,
+    inventory: &Path,
+    args: &[&str],
+) -> (Output, serde_json::Value) {
+    let ssh_config = testbed.ssh_config().unwrap();
+    let mut all = vec![
+        "apply",
+        "--yes",
+        manifest.to_str().unwrap(),
+        "-i",
+        inventory.to_str().unwrap(),
+        "--ssh-config",
+        &ssh_config,
+        "--format",
+        "json",
+    ];
+    all.extend_from_slice(args);
+    let output = upgrade(testbed, &all);
+    let report = json_report(&output);
+    (output, report)
+}
+
+/// The JSON report on `output`'s stdout (`null` when there is none).
+pub fn json_report(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null)
+}
+
 pub fn text(output: &Output) -> String {
     format!(
         "{}{}",
