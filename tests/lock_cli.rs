@@ -14,7 +14,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::cli::{H200_FACTS, stderr, stdout, torch_snapshot as snapshot, upgrade, venv_manifest};
+use common::cli::{
+    H200_FACTS, on_h200, stderr, stdout, torch_snapshot as snapshot, upgrade, venv_manifest,
+};
 
 /// A manifest for the H200's venv (`/opt/torch/.venv`) asking for `torch` `spec`.
 fn manifest(dir: &Path, name: &str, spec: &str) -> PathBuf {
@@ -29,18 +31,18 @@ fn manifest(dir: &Path, name: &str, spec: &str) -> PathBuf {
 
 /// `upgrade lock MANIFEST --facts H200 --snapshot SNAPSHOT --format json -o LOCK`.
 fn write_lock(manifest: &Path, snapshot: &Path, lock: &Path) {
-    let output = upgrade(&[
+    let output = on_h200(
         "lock",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-        "-o",
-        lock.to_str().unwrap(),
-    ]);
+        manifest,
+        &[
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            lock.to_str().unwrap(),
+        ],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }
 
@@ -59,7 +61,7 @@ fn locked(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 #[test]
 fn plan_installs_exactly_the_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, old, lock) = locked(dir.path());
+    let (manifest, _, lock) = locked(dir.path());
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
     let text = std::fs::read_to_string(&manifest).unwrap();
@@ -70,18 +72,9 @@ fn plan_installs_exactly_the_lock() {
     // A newer torch is offered now: resolving picks it, the lock keeps 2.9.1.
     let new = snapshot(dir.path(), "new", &["2.9.1", "2.10.0"]);
     let plan = |extra: &[&str]| {
-        let mut args = vec![
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            new.to_str().unwrap(),
-            "--format",
-            "json",
-        ];
+        let mut args = vec!["--snapshot", new.to_str().unwrap(), "--format", "json"];
         args.extend_from_slice(extra);
-        let output = upgrade(&args);
+        let output = on_h200("plan", &manifest, &args);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
     };
@@ -106,21 +99,12 @@ fn hex_sha256(bytes: &[u8]) -> String {
 #[test]
 fn a_lock_of_another_manifest_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, old, lock) = locked(dir.path());
+    let (manifest, _, lock) = locked(dir.path());
     let locked_digest = hex_sha256(&std::fs::read(&manifest).unwrap());
     let mut text = std::fs::read_to_string(&manifest).unwrap();
     text.push_str("# edited after locking\n");
     std::fs::write(&manifest, &text).unwrap();
-    let plan = |lock: &Path| {
-        upgrade(&[
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--lock",
-            lock.to_str().unwrap(),
-        ])
-    };
+    let plan = |lock: &Path| on_h200("plan", &manifest, &["--lock", lock.to_str().unwrap()]);
     let output = plan(&lock);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
     let error = stderr(&output);
@@ -173,7 +157,7 @@ fn a_lock_of_another_manifest_is_refused() {
 #[test]
 fn a_lock_that_does_not_hold_on_the_node_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let (manifest, old, lock) = locked(dir.path());
+    let (manifest, _, lock) = locked(dir.path());
     let mut facts: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(H200_FACTS).unwrap()).unwrap();
     facts["python"]["version"] = serde_json::json!("3.11.9");
@@ -209,17 +193,9 @@ fn lock_check_exits_4_when_the_lock_is_out_of_date() {
     // The default lock file of `--check`: `NAME.lock.json` beside the manifest.
     let (manifest, old, lock) = locked(dir.path());
     let check = |snapshot: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "lock",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            snapshot.to_str().unwrap(),
-            "--check",
-        ];
+        let mut args = vec!["--snapshot", snapshot.to_str().unwrap(), "--check"];
         args.extend_from_slice(extra);
-        upgrade(&args)
+        on_h200("lock", &manifest, &args)
     };
     let output = check(&old, &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

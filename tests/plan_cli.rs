@@ -14,7 +14,7 @@ mod common;
 
 use std::path::Path;
 
-use common::cli::{H200_FACTS, SEED, command, stderr, stdout, upgrade, venv_manifest};
+use common::cli::{H200_FACTS, SEED, command, on_h200, stderr, stdout, upgrade, venv_manifest};
 
 /// A snapshot with one release of torch, 2.9.1, hashed: the H200's venv has 2.11.0.
 fn torch_snapshot(dir: &Path) -> std::path::PathBuf {
@@ -87,16 +87,9 @@ fn downgrades_and_removals_are_always_shown() {
     let manifest = venv_manifest(dir.path(), "downgrade", TORCH_ONLY);
     let snapshot = torch_snapshot(dir.path());
     let plan = |extra: &[&str]| {
-        let mut args = vec![
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            snapshot.to_str().unwrap(),
-        ];
+        let mut args = vec!["--snapshot", snapshot.to_str().unwrap()];
         args.extend_from_slice(extra);
-        upgrade(&args)
+        on_h200("plan", &manifest, &args)
     };
     let output = plan(&[]);
     let text = stdout(&output);
@@ -153,16 +146,11 @@ fn a_manifest_can_keep_unlocked_packages() {
         &format!("  keep_unlocked_packages: true\n{TORCH_ONLY}"),
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = upgrade(&[
+    let output = on_h200(
         "plan",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+        &manifest,
+        &["--snapshot", snapshot.to_str().unwrap(), "--format", "json"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["summary"]["packages"]["remove"], 0, "{json}");
@@ -180,7 +168,7 @@ fn env_goes_to_the_target_environment_only() {
         "scoped",
         "env:\n  CUDA_HOME: /usr/local/cuda-13.0\n  NCCL_DEBUG:\n    value: WARN\n    override: true\n",
     );
-    let output = upgrade(&["plan", manifest.to_str().unwrap(), "--facts", H200_FACTS]);
+    let output = on_h200("plan", &manifest, &[]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
     assert!(
@@ -205,12 +193,7 @@ fn env_goes_to_the_target_environment_only() {
         "wide",
         "  env_scope: interpreter\nenv:\n  CUDA_HOME: /usr/local/cuda-13.0\n",
     );
-    let text = stdout(&upgrade(&[
-        "plan",
-        wide.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-    ]));
+    let text = stdout(&on_h200("plan", &wide, &[]));
     assert!(
         text.contains("rewrite the managed block of /usr/lib/python3.12/sitecustomize.py"),
         "{text}"
@@ -262,7 +245,7 @@ fn plan_warns_about_facts_that_do_not_fit() {
         "schema: 1\nname: other\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/other/.venv/bin/python3\n  base_python: /usr/bin/python3\n",
     )
     .unwrap();
-    let output = upgrade(&["plan", other.to_str().unwrap(), "--facts", H200_FACTS]);
+    let output = on_h200("plan", &other, &[]);
     let text = stdout(&output);
     assert!(
         text.contains("  warning: the facts were probed for `/opt/torch/.venv/bin/python3`, not for the manifest's `target.python` `/opt/other/.venv/bin/python3`"),
@@ -345,16 +328,11 @@ fn json_on_every_failure() {
         "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==9.9.9\"\n",
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = upgrade(&[
+    let output = on_h200(
         "plan",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+        &manifest,
+        &["--snapshot", snapshot.to_str().unwrap(), "--format", "json"],
+    );
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["ok"], false, "{json}");

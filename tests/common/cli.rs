@@ -43,6 +43,13 @@ pub fn upgrade_in(dir: &Path, args: &[&str]) -> Output {
     command_in(dir).args(args).output().expect("run upgrade")
 }
 
+/// `upgrade VERB MANIFEST --facts (the H200's) ARGS…` from the repository root.
+pub fn on_h200(verb: &str, manifest: &Path, args: &[&str]) -> Output {
+    let mut all = vec![verb, manifest.to_str().unwrap(), "--facts", H200_FACTS];
+    all.extend_from_slice(args);
+    upgrade(&all)
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
 }
