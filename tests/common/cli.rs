@@ -38,6 +38,19 @@ pub fn upgrade(args: &[&str]) -> Output {
     command().args(args).output().expect("run upgrade")
 }
 
+/// `upgrade ARGS` from the repository root, which must exit 0.
+pub fn upgrade_ok(args: &[&str]) -> Output {
+    let output = upgrade(args);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "upgrade {args:?}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// `upgrade ARGS` run in `dir`.
 pub fn upgrade_in(dir: &Path, args: &[&str]) -> Output {
     command_in(dir).args(args).output().expect("run upgrade")
