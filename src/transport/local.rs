@@ -4,7 +4,6 @@
 use std::process::Stdio;
 use std::sync::atomic::AtomicU64;
 
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
@@ -57,24 +56,16 @@ impl LocalTransport {
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| Self::error(command, source))?;
-        if let Some(mut pipe) = child.stdin.take() {
-            super::feed(&mut pipe, stdin)
+        if let Some(pipe) = child.stdin.take() {
+            super::feed(pipe, stdin)
                 .await
                 .map_err(|source| Self::error(command, source))?;
-            pipe.shutdown()
-                .await
-                .map_err(|source| Self::error(command, source))?;
-            drop(pipe);
         }
         let output = child
             .wait_with_output()
             .await
             .map_err(|source| Self::error(command, source))?;
-        Ok(CommandOutput {
-            status: output.status.code(),
-            stdout: output.stdout,
-            stderr: output.stderr,
-        })
+        Ok(output.into())
     }
 
     pub(super) async fn stream(

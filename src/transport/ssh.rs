@@ -11,7 +11,6 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use openssh::{KnownHosts, Session, SessionBuilder};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 
 use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
@@ -142,24 +141,16 @@ impl SshTransport {
             .spawn()
             .await
             .map_err(|source| self.session_error(command, source))?;
-        if let Some(mut pipe) = child.stdin().take() {
-            super::feed(&mut pipe, stdin)
+        if let Some(pipe) = child.stdin().take() {
+            super::feed(pipe, stdin)
                 .await
                 .map_err(|source| self.io_error(command, source))?;
-            pipe.shutdown()
-                .await
-                .map_err(|source| self.io_error(command, source))?;
-            drop(pipe);
         }
         let output = child
             .wait_with_output()
             .await
             .map_err(|source| self.session_error(command, source))?;
-        Ok(CommandOutput {
-            status: output.status.code(),
-            stdout: output.stdout,
-            stderr: output.stderr,
-        })
+        Ok(output.into())
     }
 
     pub(super) async fn stream(
