@@ -151,48 +151,41 @@ pub fn block(
         .filter(|var| var.secret)
         .map(|var| python_literal(&var.name))
         .collect();
-    match scope {
-        EnvScope::Environment => {
-            lines.push(
-                "# Run by `site` for this environment's interpreters only; a variable the process already has wins unless marked `override`."
-                    .to_string(),
-            );
-            lines.extend(
-                statements
-                    .iter()
-                    .map(|statement| format!("import os; {statement}")),
-            );
-            if let Some(program) = &secrets {
-                lines.push(format!(
-                    "# Secret values ({}) live in a root-only file, never in this one.",
-                    secret_names.join(", ")
-                ));
-                lines.push(format!(
-                    "import os; exec({}, {{\"os\": os}})",
-                    python_literal(program)
-                ));
-            }
-        }
-        EnvScope::Interpreter => {
-            lines.push("import os as _cuda_upgrade_os".to_string());
-            lines.extend(
-                statements
-                    .iter()
-                    .map(|statement| format!("_cuda_upgrade_{statement}")),
-            );
-            if let Some(program) = &secrets {
-                lines.push(format!(
-                    "# Secret values ({}) live in a root-only file, never in this one.",
-                    secret_names.join(", ")
-                ));
-                lines.push(format!(
-                    "exec({}, {{\"os\": _cuda_upgrade_os}})",
-                    python_literal(program)
-                ));
-            }
-            lines.push("del _cuda_upgrade_os".to_string());
-        }
+    // The scope's first line, each statement's prefix, how the secrets' program runs
+    // (its prefix and the name `os` is bound to there) and the scope's last line.
+    let (first, statement_prefix, exec_prefix, os, last) = match scope {
+        EnvScope::Environment => (
+            "# Run by `site` for this environment's interpreters only; a variable the process already has wins unless marked `override`.",
+            "import os; ",
+            "import os; ",
+            "os",
+            None,
+        ),
+        EnvScope::Interpreter => (
+            "import os as _cuda_upgrade_os",
+            "_cuda_upgrade_",
+            "",
+            "_cuda_upgrade_os",
+            Some("del _cuda_upgrade_os"),
+        ),
+    };
+    lines.push(first.to_string());
+    lines.extend(
+        statements
+            .iter()
+            .map(|statement| format!("{statement_prefix}{statement}")),
+    );
+    if let Some(program) = &secrets {
+        lines.push(format!(
+            "# Secret values ({}) live in a root-only file, never in this one.",
+            secret_names.join(", ")
+        ));
+        lines.push(format!(
+            "{exec_prefix}exec({}, {{\"os\": {os}}})",
+            python_literal(program)
+        ));
     }
+    lines.extend(last.map(str::to_string));
     let mut block = lines.join("\n");
     block.push('\n');
     block

@@ -751,22 +751,20 @@ mod tests {
             "{blocked}"
         );
         // zypper on SLES; rpm itself where no front end is known.
-        let blocked = plan(
-            &runfile("13.0.1", "/usr/local/cuda-13.0", true),
-            &h200_rpm("13.0.2", "rpm\nzypper\n"),
-        )
-        .blocked
-        .unwrap();
+        let blocked_with = |managers: &str| {
+            plan(
+                &runfile("13.0.1", "/usr/local/cuda-13.0", true),
+                &h200_rpm("13.0.2", managers),
+            )
+            .blocked
+            .unwrap()
+        };
+        let blocked = blocked_with("rpm\nzypper\n");
         assert!(
             blocked.contains("(`zypper remove cuda-compiler-13-0 "),
             "{blocked}"
         );
-        let blocked = plan(
-            &runfile("13.0.1", "/usr/local/cuda-13.0", true),
-            &h200_rpm("13.0.2", "rpm\n"),
-        )
-        .blocked
-        .unwrap();
+        let blocked = blocked_with("rpm\n");
         assert!(
             blocked.contains("(`rpm -e cuda-compiler-13-0 "),
             "{blocked}"
