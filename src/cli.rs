@@ -879,14 +879,9 @@ pub struct NetworkArgs {
 /// `upgrade index default-url`
 #[derive(Debug, Args)]
 pub struct IndexDefaultUrlArgs {
-    /// The interpreter whose pip is asked, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
-    #[arg(
-        long = "pip-python",
-        alias = "python",
-        value_name = "PYTHON",
-        default_value = "python3"
-    )]
-    pub python: PathBuf,
+    /// The interpreter whose pip is asked.
+    #[command(flatten)]
+    pub pip: PipPythonArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
     pub format: IndexFormat,

@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::stack::{install_repository, overlay, sglang_repository, snapshot_to, work_dir};
+use common::stack::{
+    applied_steps, install_repository, overlay, sglang_repository, snapshot_to, work_dir,
+};
 use common::testbed::{Run, Testbed, command_output_within, repo_root, skip};
 
 /// How long installing ansible-core, or one playbook run, may take.
@@ -199,13 +201,7 @@ fn playbook_converges_two_nodes_and_reruns_as_a_no_op() {
         assert_eq!(report["ok"], true, "{report:#}");
         assert_eq!(report["node"], node, "{report:#}");
         assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
-        let applied: Vec<&str> = report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|step| step["outcome"] == "applied")
-            .map(|step| step["kind"].as_str().unwrap())
-            .collect();
+        let applied = applied_steps(&report);
         assert_eq!(
             applied,
             ["toolkit", "pip", "source", "ldconfig", "env"],

@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::stack::{
-    install_repository, json_report, on_host, overlay, overlay_files, seeded_testbed,
-    sglang_repository, snapshot, text, upgrade, work_dir,
+    applied_steps, install_repository, json_report, on_host, overlay, overlay_files,
+    seeded_testbed, sglang_repository, snapshot, text, upgrade, work_dir,
 };
 use common::testbed::{Testbed, skip};
 
@@ -58,13 +58,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(report["ok"], true, "{report:#}");
     assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
-    let applied: Vec<&str> = report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|step| step["outcome"] == "applied")
-        .map(|step| step["kind"].as_str().unwrap())
-        .collect();
+    let applied = applied_steps(&report);
     assert_eq!(
         applied,
         ["toolkit", "pip", "source", "ldconfig", "env"],
@@ -377,13 +371,7 @@ fn fresh_node_converges_in_one_apply() {
     assert!(output.status.success(), "{}", text(&output));
     assert!(!text(&output).contains(secret), "{}", text(&output));
     assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
-    let applied: Vec<&str> = report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|step| step["outcome"] == "applied")
-        .map(|step| step["kind"].as_str().unwrap())
-        .collect();
+    let applied = applied_steps(&report);
     assert_eq!(
         applied,
         ["python-env", "toolkit", "pip", "source", "ldconfig", "env"],

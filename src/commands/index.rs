@@ -86,7 +86,7 @@ fn default_url(
     args: &IndexDefaultUrlArgs,
     printer: &mut Printer,
 ) -> Result<ExitStatus, CommandError> {
-    let found = pip_config::default_index(args.python.as_os_str())?;
+    let found = pip_config::default_index(args.pip.python.as_os_str())?;
     let report = DefaultUrlReport {
         url: record::redact_text(&found.url),
         source: found.source.to_string(),

@@ -198,6 +198,17 @@ pub fn apply_inventory(
     (output, report)
 }
 
+/// The kinds of the steps an apply report says were applied, in order.
+pub fn applied_steps(report: &serde_json::Value) -> Vec<&str> {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|step| step["outcome"] == "applied")
+        .map(|step| step["kind"].as_str().unwrap())
+        .collect()
+}
+
 /// The JSON report on `output`'s stdout (`null` when there is none).
 pub fn json_report(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null)

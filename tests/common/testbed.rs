@@ -229,31 +229,28 @@ impl Testbed {
             .ok_or_else(|| format!("testbed has no node `{name}`"))
     }
 
-    /// A node's address, e.g. `10.200.1.10` for `node0`.
-    pub fn node_ip(&self, name: &str) -> Result<String, String> {
+    /// The text `field` of node `name` in the testbed's state.
+    fn node_text(&self, name: &str, field: &str) -> Result<String, String> {
         self.node(name)?
-            .get("ip")
+            .get(field)
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| format!("node `{name}` has no ip"))
+            .ok_or_else(|| format!("node `{name}` has no {field}"))
+    }
+
+    /// A node's address, e.g. `10.200.1.10` for `node0`.
+    pub fn node_ip(&self, name: &str) -> Result<String, String> {
+        self.node_text(name, "ip")
     }
 
     /// A node's network namespace, e.g. `cutb1n0`.
     pub fn netns(&self, name: &str) -> Result<String, String> {
-        self.node(name)?
-            .get("netns")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("node `{name}` has no netns"))
+        self.node_text(name, "netns")
     }
 
     /// A node's host-side veth, e.g. `cutb1v0`.
     pub fn veth(&self, name: &str) -> Result<String, String> {
-        self.node(name)?
-            .get("veth")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("node `{name}` has no veth"))
+        self.node_text(name, "veth")
     }
 
     /// The testbed's bridge on the host, e.g. `cutb1br`.
