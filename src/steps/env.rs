@@ -549,6 +549,17 @@ mod tests {
     use crate::facts::{SecretFile, SitecustomizeFacts, managed_block};
     use crate::manifest::EnvScope;
 
+    /// [`plan`] of [`vars`] for the H200 venv's interpreter, interpreter-wide.
+    fn plan_interpreter_wide(facts: &NodeFacts) -> Step {
+        plan(
+            &vars(),
+            "m",
+            Path::new("/opt/torch/.venv/bin/python3"),
+            facts,
+            EnvScope::Interpreter,
+        )
+    }
+
     fn vars() -> Vec<ResolvedVar> {
         vec![
             ResolvedVar {
@@ -662,21 +673,9 @@ mod tests {
             mode,
             sha256: sha256_hex(content.as_bytes()),
         };
-        let done = plan(
-            &vars(),
-            "m",
-            python,
-            &ubuntu(Some(&wanted), Some(file(0o600, &content))),
-            EnvScope::Interpreter,
-        );
+        let done = plan_interpreter_wide(&ubuntu(Some(&wanted), Some(file(0o600, &content))));
         assert_eq!(done.action, Action::NoOp, "{}", done.reason);
-        let open = plan(
-            &vars(),
-            "m",
-            python,
-            &ubuntu(Some(&wanted), Some(file(0o644, &content))),
-            EnvScope::Interpreter,
-        );
+        let open = plan_interpreter_wide(&ubuntu(Some(&wanted), Some(file(0o644, &content))));
         assert_eq!(open.action, Action::Change);
         assert!(
             open.reason.contains("readable by other users"),
@@ -684,13 +683,7 @@ mod tests {
             open.reason
         );
         assert_eq!(open.operations.len(), 1);
-        let other = plan(
-            &vars(),
-            "m",
-            python,
-            &ubuntu(Some(&wanted), Some(file(0o600, "{}"))),
-            EnvScope::Interpreter,
-        );
+        let other = plan_interpreter_wide(&ubuntu(Some(&wanted), Some(file(0o600, "{}"))));
         assert!(
             other.reason.contains("holds other values"),
             "{}",
@@ -720,13 +713,7 @@ mod tests {
             site.malformed_block =
                 Some("line 7: the managed block's begin marker has no end marker".into());
         }
-        let step = plan(
-            &vars(),
-            "m",
-            Path::new("/opt/torch/.venv/bin/python3"),
-            &facts,
-            EnvScope::Interpreter,
-        );
+        let step = plan_interpreter_wide(&facts);
         let blocked = step.blocked.unwrap();
         assert!(
             blocked.contains("/etc/python3.12/sitecustomize.py"),
@@ -742,13 +729,7 @@ mod tests {
             site.origin = Some("/usr/lib/python3.12/sitecustomize.pyc".into());
             site.real_path = None;
         }
-        let step = plan(
-            &vars(),
-            "m",
-            Path::new("/opt/torch/.venv/bin/python3"),
-            &facts,
-            EnvScope::Interpreter,
-        );
+        let step = plan_interpreter_wide(&facts);
         assert!(step.blocked.unwrap().contains("not a `.py` source file"));
         assert!(step.operations.is_empty());
     }
