@@ -30,14 +30,6 @@ impl LocalTransport {
         }
     }
 
-    fn error(command: &NodeCommand, source: std::io::Error) -> TransportError {
-        TransportError::Run {
-            host: "local".to_string(),
-            command: command.display(),
-            source,
-        }
-    }
-
     pub(super) async fn run(
         &self,
         command: &NodeCommand,
@@ -55,16 +47,16 @@ impl LocalTransport {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| Self::error(command, source))?;
+            .map_err(|source| TransportError::run("local", command, source))?;
         if let Some(pipe) = child.stdin.take() {
             super::feed(pipe, stdin)
                 .await
-                .map_err(|source| Self::error(command, source))?;
+                .map_err(|source| TransportError::run("local", command, source))?;
         }
         let output = child
             .wait_with_output()
             .await
-            .map_err(|source| Self::error(command, source))?;
+            .map_err(|source| TransportError::run("local", command, source))?;
         Ok(output.into())
     }
 
@@ -80,9 +72,10 @@ impl LocalTransport {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| Self::error(command, source))?;
+            .map_err(|source| TransportError::run("local", command, source))?;
         let stdout = child.stdout.take().ok_or_else(|| {
-            Self::error(
+            TransportError::run(
+                "local",
                 command,
                 std::io::Error::other("the child has no stdout pipe"),
             )
