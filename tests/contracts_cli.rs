@@ -7,12 +7,6 @@
 //! `validate` and `plan`, `target.driver: 580.82.07` with toolkit 13.1 passed
 //! `validate`, only `plan` and `status` printed JSON on failure, `--timeout` took only
 //! seconds, and `diff` did not show `target.env_scope`. Each test here failed before.
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test fails loudly at the first surprise"
-)]
-
 mod common;
 
 use std::path::{Path, PathBuf};

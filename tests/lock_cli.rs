@@ -6,7 +6,6 @@
 //! and there was no `lock --check`. Each test here failed before.
 #![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "a test fails loudly at the first surprise"
 )]
 

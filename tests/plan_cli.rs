@@ -4,12 +4,6 @@
 //! See: issue 19 — each test here failed before it: a blocked plan exited 0, the
 //! summary had no blocked count, removals were counted as `0 to remove`, a downgrade
 //! hid inside "and 133 more", and apply changed a node without asking.
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test fails loudly at the first surprise"
-)]
-
 mod common;
 
 use std::path::Path;
