@@ -19,32 +19,6 @@ use crate::exec::{self, ApplyContext};
 use crate::printer::Printer;
 use crate::report;
 
-/// What `apply` takes from its flags, on one node or a fleet; no saved plan or lock, no
-/// question and no drain (the caller sets those).
-pub(super) fn options<'a>(
-    args: &'a ApplyArgs,
-    live: Option<&'a converge::LiveOptions>,
-    hash_command: &'a str,
-    context: &'a ApplyContext,
-    holder: LockHolder,
-) -> ApplyOptions<'a> {
-    ApplyOptions {
-        saved: None,
-        plan_path: args.lock.as_deref().unwrap_or(&args.target),
-        snapshot: args.snapshot.as_deref(),
-        live,
-        hash_command,
-        verify: !args.no_verify,
-        context,
-        holder,
-        break_lock: args.break_lock,
-        fetch: args.fetch,
-        confirm: None,
-        drain: None,
-        rollback_on_failure: args.rollout.rollback_on_failure,
-    }
-}
-
 /// A saved plan (JSON) when the file is one; `None` for a manifest.
 fn read_saved_plan(path: &Path) -> Result<Option<SavedPlan>, CommandError> {
     let Ok(text) = fs_err::read_to_string(path) else {
@@ -146,7 +120,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         },
         confirm: if asks { Some(&confirm) } else { None },
         drain: drain.as_deref(),
-        ..options(args, live.as_ref(), &hash_command, &context, holder)
+        ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

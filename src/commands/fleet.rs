@@ -193,7 +193,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         ssh: selected.ssh,
         apply: ApplyOptions {
             saved: fixed.as_ref().map(converge::Saved::Lock),
-            ..super::apply::options(args, live.as_ref(), &hash_command, &context, holder)
+            ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)
         },
         drain: args.rollout.drain_settings(),
     };
