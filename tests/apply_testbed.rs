@@ -17,8 +17,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::stack::{
-    applied_steps, install_repository, json_report, on_host, overlay, overlay_files,
-    seeded_testbed, sglang_repository, snapshot, text, upgrade, work_dir,
+    applied_steps, changed_nothing, install_repository, json_report, on_host, overlay,
+    overlay_files, seeded_testbed, sglang_repository, snapshot, text, upgrade, work_dir,
 };
 use common::testbed::{Testbed, skip};
 
@@ -76,14 +76,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     let before = overlay_files(&testbed, "node0");
     let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
     assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked"),
-        "{report:#}"
-    );
+    assert!(changed_nothing(&report), "{report:#}");
     assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
     assert_eq!(
         before,
@@ -412,14 +405,7 @@ fn fresh_node_converges_in_one_apply() {
     let before = overlay_files(&testbed, "node0");
     let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
     assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked"),
-        "{report:#}"
-    );
+    assert!(changed_nothing(&report), "{report:#}");
     assert_eq!(before, overlay_files(&testbed, "node0"));
 }
 
@@ -553,14 +539,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
 
     let (output, report) = run();
     assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked"),
-        "{report:#}"
-    );
+    assert!(changed_nothing(&report), "{report:#}");
 
     // The node lock: an apply in progress elsewhere (its lock left on the node) refuses
     // a second one that has work to do, naming the holder; a holder on this controller

@@ -209,6 +209,15 @@ pub fn applied_steps(report: &serde_json::Value) -> Vec<&str> {
         .collect()
 }
 
+/// Whether every step of an apply report is a no-op or only checked.
+pub fn changed_nothing(report: &serde_json::Value) -> bool {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked")
+}
+
 /// The JSON report on `output`'s stdout (`null` when there is none).
 pub fn json_report(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null)
