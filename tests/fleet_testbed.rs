@@ -18,7 +18,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::stack::{
-    apply_inventory, node, overlay, seeded_testbed, sglang_repository, text, upgrade, work_dir,
+    apply_inventory, node, overlay, seeded_testbed, sglang_repository, text, upgrade,
+    upgrade_command, work_dir,
 };
 use common::testbed::{Testbed, skip};
 
@@ -872,10 +873,9 @@ fn nodes_start_without_the_hosts_tool_state() {
 
 /// `upgrade` with the controller's Python index at `index` (pip's configuration).
 fn upgrade_with_index(testbed: &Testbed, index: &str, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
+    upgrade_command(testbed)
         .env("PIP_INDEX_URL", index)
-        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
+        .args(args)
         .output()
         .unwrap()
 }
