@@ -745,14 +745,9 @@ pub struct IndexHashArgs {
     /// Timeouts, retries and concurrency of the index client (the files are never cached).
     #[command(flatten)]
     pub network: NetworkArgs,
-    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
-    #[arg(
-        long = "pip-python",
-        alias = "python",
-        value_name = "PYTHON",
-        default_value = "python3"
-    )]
-    pub python: PathBuf,
+    /// The interpreter asked for pip's default index.
+    #[command(flatten)]
+    pub pip: PipPythonArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
     pub format: IndexFormat,
@@ -812,14 +807,9 @@ pub struct IndexSnapshotArgs {
     /// Cache, timeouts, retries and concurrency of the index client.
     #[command(flatten)]
     pub network: NetworkArgs,
-    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
-    #[arg(
-        long = "pip-python",
-        alias = "python",
-        value_name = "PYTHON",
-        default_value = "python3"
-    )]
-    pub python: PathBuf,
+    /// The interpreter asked for pip's default index.
+    #[command(flatten)]
+    pub pip: PipPythonArgs,
     /// Output format of the summary.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
     pub format: IndexFormat,
@@ -844,6 +834,19 @@ pub struct LiveArgs {
     /// With `--live`: fail after reading the metadata of this many releases.
     #[arg(long, value_name = "N", default_value_t = 5000)]
     pub max_releases: usize,
+}
+
+/// The interpreter asked for pip's default index (the `index` verbs).
+#[derive(Debug, Args)]
+pub struct PipPythonArgs {
+    /// The interpreter asked for pip's default index, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
+    #[arg(
+        long = "pip-python",
+        alias = "python",
+        value_name = "PYTHON",
+        default_value = "python3"
+    )]
+    pub python: PathBuf,
 }
 
 /// How the index client talks to the network.
@@ -876,14 +879,9 @@ pub struct NetworkArgs {
 /// `upgrade index default-url`
 #[derive(Debug, Args)]
 pub struct IndexDefaultUrlArgs {
-    /// The interpreter whose pip is asked, e.g. `/usr/bin/python3` (`--python` is its old, deprecated name).
-    #[arg(
-        long = "pip-python",
-        alias = "python",
-        value_name = "PYTHON",
-        default_value = "python3"
-    )]
-    pub python: PathBuf,
+    /// The interpreter whose pip is asked.
+    #[command(flatten)]
+    pub pip: PipPythonArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = IndexFormat::Text)]
     pub format: IndexFormat,

@@ -14,10 +14,6 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::io::Write;
@@ -25,7 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::stack::{install_repository, overlay, sglang_repository};
+use common::stack::{
+    applied_steps, changed_nothing, install_repository, overlay, sglang_repository, snapshot_to,
+    work_dir,
+};
 use common::testbed::{Run, Testbed, command_output_within, repo_root, skip};
 
 /// How long installing ansible-core, or one playbook run, may take.
@@ -83,34 +82,6 @@ fn ansible_playbook() -> Result<PathBuf, String> {
         started.elapsed().as_secs_f64()
     );
     Ok(playbook)
-}
-
-fn work_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// An index snapshot of the overlay's indexes, so that every node resolves the same.
-fn snapshot(testbed: &Testbed, manifest: &Path) -> PathBuf {
-    let out = manifest.with_file_name("snapshot.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(["index", "snapshot"])
-        .arg(manifest)
-        .arg("-o")
-        .arg(&out)
-        .args(["--python-version", "3.11"])
-        .env("PIP_INDEX_URL", testbed.index("default").unwrap())
-        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    out
 }
 
 /// The inventory of the testbed's nodes, in Ansible's YAML format.
@@ -173,7 +144,12 @@ fn playbook_converges_two_nodes_and_reruns_as_a_no_op() {
         install_repository(&testbed, &repo, node);
     }
     let manifest = overlay(&testbed, &work.join("manifest"), |text| text);
-    let snapshot = snapshot(&testbed, &manifest);
+    // An index snapshot of the overlay's indexes, so that every node resolves the same.
+    let snapshot = snapshot_to(
+        &testbed,
+        &manifest,
+        &manifest.with_file_name("snapshot.json"),
+    );
     let inventory_file = work.join("inventory.yml");
     inventory(&testbed, &nodes, &inventory_file);
     // What an operator copies: a stripped binary (the debug build is 150 MB with symbols).
@@ -226,13 +202,7 @@ fn playbook_converges_two_nodes_and_reruns_as_a_no_op() {
         assert_eq!(report["ok"], true, "{report:#}");
         assert_eq!(report["node"], node, "{report:#}");
         assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
-        let applied: Vec<&str> = report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|step| step["outcome"] == "applied")
-            .map(|step| step["kind"].as_str().unwrap())
-            .collect();
+        let applied = applied_steps(&report);
         assert_eq!(
             applied,
             ["toolkit", "pip", "source", "ldconfig", "env"],
@@ -264,14 +234,7 @@ fn playbook_converges_two_nodes_and_reruns_as_a_no_op() {
     for node in nodes {
         let report = outcome(&outcomes, node);
         assert_eq!(report["ok"], true, "{report:#}");
-        assert!(
-            report["steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked"),
-            "{report:#}"
-        );
+        assert!(changed_nothing(&report), "{report:#}");
         assert_eq!(
             recap(&second, node, "changed"),
             Some(0),

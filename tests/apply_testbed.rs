@@ -11,18 +11,14 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use common::stack::{
-    install_repository, overlay, overlay_files, sglang_repository, snapshot, text, upgrade,
-    work_dir,
+    applied_steps, changed_nothing, install_repository, json_report, on_host, overlay,
+    overlay_files, seeded_testbed, sglang_repository, snapshot, text, upgrade, work_dir,
 };
 use common::testbed::{Testbed, skip};
 
@@ -32,24 +28,20 @@ fn apply(
     snapshot: &Path,
     node: &str,
 ) -> (Output, serde_json::Value) {
-    let ssh_config = testbed.ssh_config().unwrap();
-    let output = upgrade(
+    let output = on_host(
         testbed,
+        "apply",
+        manifest,
+        node,
         &[
-            "apply",
             "--yes",
-            manifest.to_str().unwrap(),
-            "--host",
-            node,
-            "--ssh-config",
-            &ssh_config,
             "--snapshot",
             snapshot.to_str().unwrap(),
             "--format",
             "json",
         ],
     );
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let report = json_report(&output);
     (output, report)
 }
 
@@ -59,24 +51,14 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     if skip("cuda12_8_node_converges_to_the_seed_stack_and_stays_converged") {
         return;
     }
-    let testbed = Testbed::up(&["cuda12.8"]).unwrap();
     let work = work_dir("apply-converge");
-    let repo = sglang_repository(&work);
-    install_repository(&testbed, &repo, "node0");
-    let manifest = overlay(&testbed, &work, |text| text);
-    let snapshot = snapshot(&testbed, &manifest);
+    let (testbed, manifest, snapshot) = seeded_testbed(&["cuda12.8"], &[], &work, |text| text);
 
     let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(report["ok"], true, "{report:#}");
     assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
-    let applied: Vec<&str> = report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|step| step["outcome"] == "applied")
-        .map(|step| step["kind"].as_str().unwrap())
-        .collect();
+    let applied = applied_steps(&report);
     assert_eq!(
         applied,
         ["toolkit", "pip", "source", "ldconfig", "env"],
@@ -94,14 +76,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     let before = overlay_files(&testbed, "node0");
     let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
     assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked"),
-        "{report:#}"
-    );
+    assert!(changed_nothing(&report), "{report:#}");
     assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
     assert_eq!(
         before,
@@ -110,19 +85,12 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     );
 
     // `plan` shows the same and changes nothing either.
-    let ssh_config = testbed.ssh_config().unwrap();
-    let plan = upgrade(
+    let plan = on_host(
         &testbed,
-        &[
-            "plan",
-            manifest.to_str().unwrap(),
-            "--host",
-            "node0",
-            "--ssh-config",
-            &ssh_config,
-            "--snapshot",
-            snapshot.to_str().unwrap(),
-        ],
+        "plan",
+        &manifest,
+        "node0",
+        &["--snapshot", snapshot.to_str().unwrap()],
     );
     assert!(plan.status.success(), "{}", text(&plan));
     assert!(
@@ -138,16 +106,13 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
 
     // A no-op apply makes one round trip for facts and none for its no-op steps (the
     // node lock is taken only when there is work).
-    let output = upgrade(
+    let output = on_host(
         &testbed,
+        "apply",
+        &manifest,
+        "node0",
         &[
-            "apply",
             "--yes",
-            manifest.to_str().unwrap(),
-            "--host",
-            "node0",
-            "--ssh-config",
-            &ssh_config,
             "--snapshot",
             snapshot.to_str().unwrap(),
             "--no-verify",
@@ -159,6 +124,7 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
     assert_eq!(report["round_trips"], 1, "{report:#}");
 
     // Host keys: strict by default, so an unknown node is refused; recorded on request.
+    let ssh_config = testbed.ssh_config().unwrap();
     let known_hosts = work.join("known_hosts");
     std::fs::write(&known_hosts, "").unwrap();
     let probe = |extra: &[&str]| {
@@ -191,15 +157,12 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
 
     // A saved plan replays while the node is unchanged, and is refused once it changed.
     let saved = work.join("plan.json");
-    let output = upgrade(
+    let output = on_host(
         &testbed,
+        "plan",
+        &manifest,
+        "node0",
         &[
-            "plan",
-            manifest.to_str().unwrap(),
-            "--host",
-            "node0",
-            "--ssh-config",
-            &ssh_config,
             "--snapshot",
             snapshot.to_str().unwrap(),
             "-o",
@@ -207,23 +170,19 @@ fn cuda12_8_node_converges_to_the_seed_stack_and_stays_converged() {
         ],
     );
     assert!(output.status.success(), "{}", text(&output));
-    let replay = |extra: &[&str]| {
-        let mut args = vec![
+    let replay = || {
+        on_host(
+            &testbed,
             "apply",
-            "--yes",
-            saved.to_str().unwrap(),
-            "--host",
+            &saved,
             "node0",
-            "--ssh-config",
-            &ssh_config,
-        ];
-        args.extend_from_slice(extra);
-        upgrade(&testbed, &args)
+            &["--yes", "--no-verify"],
+        )
     };
-    let output = replay(&["--no-verify"]);
+    let output = replay();
     assert!(output.status.success(), "{}", text(&output));
     testbed.stage("node0", &["driver", "580.95.05"]).unwrap();
-    let output = replay(&["--no-verify"]);
+    let output = replay();
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(text(&output).contains("Refusing plan"), "{}", text(&output));
 }
@@ -405,13 +364,7 @@ fn fresh_node_converges_in_one_apply() {
     assert!(output.status.success(), "{}", text(&output));
     assert!(!text(&output).contains(secret), "{}", text(&output));
     assert_eq!(report["verification"]["outcome"], "ready", "{report:#}");
-    let applied: Vec<&str> = report["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|step| step["outcome"] == "applied")
-        .map(|step| step["kind"].as_str().unwrap())
-        .collect();
+    let applied = applied_steps(&report);
     assert_eq!(
         applied,
         ["python-env", "toolkit", "pip", "source", "ldconfig", "env"],
@@ -452,14 +405,7 @@ fn fresh_node_converges_in_one_apply() {
     let before = overlay_files(&testbed, "node0");
     let (output, report) = apply(&testbed, &manifest, &snapshot, "node0");
     assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked"),
-        "{report:#}"
-    );
+    assert!(changed_nothing(&report), "{report:#}");
     assert_eq!(before, overlay_files(&testbed, "node0"));
 }
 
@@ -493,24 +439,15 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
             "printf '/opt/old\\n' > /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf && chgrp adm /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf && chmod 640 /etc/ld.so.conf.d/zz-cuda-13-0-upgrade.conf",
         )
         .unwrap();
-    let ssh_config = testbed.ssh_config().unwrap();
     let run = || {
-        let output = upgrade(
+        let output = on_host(
             &testbed,
-            &[
-                "apply",
-                "--yes",
-                manifest.to_str().unwrap(),
-                "--host",
-                "node0",
-                "--ssh-config",
-                &ssh_config,
-                "--format",
-                "json",
-            ],
+            "apply",
+            &manifest,
+            "node0",
+            &["--yes", "--format", "json"],
         );
-        let report: serde_json::Value =
-            serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+        let report = json_report(&output);
         (output, report)
     };
     let (output, report) = run();
@@ -602,14 +539,7 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
 
     let (output, report) = run();
     assert!(output.status.success(), "{}", text(&output));
-    assert!(
-        report["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked"),
-        "{report:#}"
-    );
+    assert!(changed_nothing(&report), "{report:#}");
 
     // The node lock: an apply in progress elsewhere (its lock left on the node) refuses
     // a second one that has work to do, naming the holder; a holder on this controller
@@ -645,18 +575,12 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
         "{}",
         text(&output)
     );
-    let output = upgrade(
+    let output = on_host(
         &testbed,
-        &[
-            "apply",
-            "--yes",
-            manifest.to_str().unwrap(),
-            "--host",
-            "node0",
-            "--ssh-config",
-            &ssh_config,
-            "--break-lock",
-        ],
+        "apply",
+        &manifest,
+        "node0",
+        &["--yes", "--break-lock"],
     );
     assert!(output.status.success(), "{}", text(&output));
     let left = testbed
@@ -668,19 +592,13 @@ fn ubuntu_node_converges_first_time_and_keeps_what_it_rewrites() {
     assert_eq!(left.trim(), "0", "the lock was not given back");
 
     // `status`: the node matches the manifest, and its journal's last apply converged it.
-    let status = |extra: &str| {
-        upgrade(
+    let status = |format: &str| {
+        on_host(
             &testbed,
-            &[
-                "status",
-                manifest.to_str().unwrap(),
-                "--host",
-                "node0",
-                "--ssh-config",
-                &ssh_config,
-                "--format",
-                extra,
-            ],
+            "status",
+            &manifest,
+            "node0",
+            &["--format", format],
         )
     };
     let output = status("text");

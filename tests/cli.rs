@@ -9,32 +9,12 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn upgrade(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run upgrade")
-}
-
-fn upgrade_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run upgrade")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
-}
+use common::cli::{command, stderr, stdout, upgrade, upgrade_in};
 
 fn invalid_corpus() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/manifests/invalid");
@@ -594,17 +574,15 @@ fn snapshot_and_ssh_config_come_from_the_environment() {
     ] {
         assert!(help.contains(&format!("env: {name}")), "{help}");
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args([
+    let output = upgrade_with(
+        &[
             "plan",
             "manifests/sglang-0.5.9-cu130.yaml",
             "--facts",
             "tests/fixtures/facts/h200.facts.json",
-        ])
-        .env("UPGRADE_SNAPSHOT", "/nonexistent/snapshot-from-env.json")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
+        ],
+        &[("UPGRADE_SNAPSHOT", "/nonexistent/snapshot-from-env.json")],
+    );
     assert_ne!(output.status.code(), Some(0));
     assert!(
         stderr(&output).contains("/nonexistent/snapshot-from-env.json"),
@@ -614,13 +592,12 @@ fn snapshot_and_ssh_config_come_from_the_environment() {
 }
 
 fn upgrade_with(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
+    let mut command = command();
     command
         .args(args)
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE")
-        .env_remove("UPGRADE_INVENTORY")
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        .env_remove("UPGRADE_INVENTORY");
     for (name, value) in env {
         command.env(name, value);
     }

@@ -7,51 +7,24 @@
 //! `validate` and `plan`, `target.driver: 580.82.07` with toolkit 13.1 passed
 //! `validate`, only `plan` and `status` printed JSON on failure, `--timeout` took only
 //! seconds, and `diff` did not show `target.env_scope`. Each test here failed before.
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test fails loudly at the first surprise"
-)]
+mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const H200_FACTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/facts/h200.facts.json"
-);
-
-fn upgrade(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run upgrade")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
-}
+use common::cli::{H200_FACTS, stderr, stdout, upgrade, venv_manifest};
 
 const RUNFILE_13_0_1: &str = "https://developer.download.nvidia.com/compute/cuda/13.0.1/local_installers/cuda_13.0.1_580.82.07_linux.run";
 
 /// A manifest with `driver` and a runfile toolkit of `version` from `url`.
 fn toolkit_manifest(dir: &Path, name: &str, driver: &str, version: &str, url: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "schema: 1\nname: {name}\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\n  driver: \"{driver}\"\ntoolkit:\n  version: \"{version}\"\n  prefix: /usr/local/cuda-13.0\n  installer: runfile\n  source:\n    url: {url}\n    sha256: {}\n",
+    venv_manifest(
+        dir,
+        name,
+        &format!(
+            "  driver: \"{driver}\"\ntoolkit:\n  version: \"{version}\"\n  prefix: /usr/local/cuda-13.0\n  installer: runfile\n  source:\n    url: {url}\n    sha256: {}\n",
             "ab".repeat(32)
         ),
     )
-    .unwrap();
-    path
 }
 
 /// A toolkit version its runfile contradicts is an error at `toolkit.version`, in

@@ -14,23 +14,17 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::process::{Command, Output};
 
-use common::stack::{install_repository, overlay, sglang_repository, snapshot, text, work_dir};
+use common::stack::{node, seeded_testbed, text, upgrade_command, work_dir};
 use common::testbed::{Testbed, skip};
 
 /// `upgrade ARGS` against the testbed, with the testbed's Slurm as the controller's.
 fn upgrade(testbed: &Testbed, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
+    upgrade_command(testbed)
         .args(args)
-        .env("PIP_INDEX_URL", testbed.index("default").unwrap())
-        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
         .env("SLURM_CONF", testbed.slurm_conf().unwrap())
         .output()
         .unwrap()
@@ -96,16 +90,6 @@ fn restorable_state(testbed: &Testbed, node: &str) -> String {
         .unwrap()
 }
 
-fn node<'a>(report: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
-    let found = report["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|node| node["host"] == host);
-    assert!(found.is_some(), "no `{host}` in {report:#}");
-    found.unwrap()
-}
-
 /// See: issue 18, "Done when": a testbed test with real Slurm, four nodes, a job running
 /// on one; and `--rollback-on-failure` returns a node whose verification fails to its
 /// pre-apply bytes and names it in the summary.
@@ -115,19 +99,14 @@ fn slurm_drains_each_changed_node_resumes_the_verified_and_leaves_failures_drain
         return;
     }
     let work = work_dir("drain-slurm");
-    let testbed = Testbed::up_with(&["cuda12.8"; 4], &["--slurm"]).unwrap();
-    let repo = sglang_repository(&work);
-    for index in 0..4 {
-        install_repository(&testbed, &repo, &format!("node{index}"));
-    }
     // The production service: the fixture server again, reachable from the host.
-    let manifest = overlay(&testbed, &work, |text| {
-        text + "service:\n  command: /opt/ml-env/bin/python3 -m sglang.launch_server \
+    let (testbed, manifest, snapshot) =
+        seeded_testbed(&["cuda12.8"; 4], &["--slurm"], &work, |text| {
+            text + "service:\n  command: /opt/ml-env/bin/python3 -m sglang.launch_server \
                 --model-path /data/models/current --tp 8 --host 0.0.0.0 --port 30000\n  \
                 log: /var/log/sglang-service.log\n  health: http://127.0.0.1:30000/health\n  \
                 timeout: 2m\n"
-    });
-    let snapshot = snapshot(&testbed, &manifest);
+        });
     let ssh_config = testbed.ssh_config().unwrap();
     let common = |extra: &[&str]| -> Vec<String> {
         let mut args: Vec<String> = [

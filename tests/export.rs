@@ -15,10 +15,13 @@
 )]
 mod support;
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::cli::upgrade_ok;
 use support::{Route, Server, Wheel, json_page, wheel, wheel_with_tag};
 
 const UV: &str = "uv==0.13.9";
@@ -98,21 +101,6 @@ fn host_python() -> (String, String) {
         "python3".to_string(),
         String::from_utf8(output.stdout).unwrap().trim().to_string(),
     )
-}
-
-fn upgrade(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "upgrade {args:?}: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
 }
 
 /// A command with none of the host's pip or uv configuration.
@@ -202,7 +190,7 @@ fn exported_locks_install_the_locked_versions_with_pip_and_uv() {
     let manifest = manifest.to_str().unwrap();
     let lock = dir.path().join("lock.json");
     let cache = dir.path().join("cache");
-    upgrade(&[
+    upgrade_ok(&[
         "lock",
         manifest,
         "--live",
@@ -237,7 +225,7 @@ fn exported_locks_install_the_locked_versions_with_pip_and_uv() {
 
     // pip, hash-checking mode, every dependency pinned (no `--no-deps`).
     let requirements = dir.path().join("requirements.txt");
-    upgrade(&[
+    upgrade_ok(&[
         "export",
         lock.to_str().unwrap(),
         "--manifest",
@@ -271,7 +259,7 @@ fn exported_locks_install_the_locked_versions_with_pip_and_uv() {
     assert_eq!(installed(&pip_env), expected, "pip: {text}");
 
     // `--all-files`: the aarch64 wheel's hash too, for pip on such a node.
-    let all = upgrade(&[
+    let all = upgrade_ok(&[
         "export",
         lock.to_str().unwrap(),
         "--manifest",
@@ -312,7 +300,7 @@ fn exported_locks_install_the_locked_versions_with_pip_and_uv() {
             pylock.to_str().unwrap(),
         ];
         args.extend(extra);
-        upgrade(&args);
+        upgrade_ok(&args);
         let toml = std::fs::read_to_string(&pylock).unwrap();
         assert_eq!(
             toml.matches("manylinux_2_28_aarch64").count(),

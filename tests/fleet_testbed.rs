@@ -11,10 +11,6 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +18,8 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use common::stack::{
-    install_repository, overlay, sglang_repository, snapshot, text, upgrade, work_dir,
+    apply_inventory, node, overlay, seeded_testbed, sglang_repository, text, upgrade,
+    upgrade_command, work_dir,
 };
 use common::testbed::{Testbed, skip};
 
@@ -42,14 +39,7 @@ fn fleet_of(
     work: &Path,
     edit: impl Fn(String) -> String,
 ) -> (Testbed, PathBuf, PathBuf) {
-    let testbed = Testbed::up(personas).unwrap();
-    let repo = sglang_repository(work);
-    for node in 0..personas.len() {
-        install_repository(&testbed, &repo, &format!("node{node}"));
-    }
-    let manifest = overlay(&testbed, work, edit);
-    let snapshot = snapshot(&testbed, &manifest);
-    (testbed, manifest, snapshot)
+    seeded_testbed(personas, &[], work, edit)
 }
 
 fn inventory(work: &Path, name: &str, text: &str) -> PathBuf {
@@ -65,34 +55,9 @@ fn apply_fleet(
     inventory: &Path,
     extra: &[&str],
 ) -> (Output, serde_json::Value) {
-    let ssh_config = testbed.ssh_config().unwrap();
-    let mut args = vec![
-        "apply",
-        "--yes",
-        manifest.to_str().unwrap(),
-        "-i",
-        inventory.to_str().unwrap(),
-        "--ssh-config",
-        &ssh_config,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ];
+    let mut args = vec!["--snapshot", snapshot.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let output = upgrade(testbed, &args);
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
-    (output, report)
-}
-
-fn node<'a>(report: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
-    let found = report["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|node| node["host"] == host);
-    assert!(found.is_some(), "no `{host}` in {report:#}");
-    found.unwrap()
+    apply_inventory(testbed, manifest, inventory, &args)
 }
 
 const EIGHT: &str = "all:\n  children:\n    gpu:\n      hosts:\n        node[0:7]:\n";
@@ -908,10 +873,9 @@ fn nodes_start_without_the_hosts_tool_state() {
 
 /// `upgrade` with the controller's Python index at `index` (pip's configuration).
 fn upgrade_with_index(testbed: &Testbed, index: &str, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
+    upgrade_command(testbed)
         .env("PIP_INDEX_URL", index)
-        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
+        .args(args)
         .output()
         .unwrap()
 }

@@ -20,7 +20,7 @@ use cuda_upgrade::index::Snapshot;
 use cuda_upgrade::index::client::explore::TargetPlatform;
 use cuda_upgrade::index::client::{
     ClientError, ClientSettings, ExploreSettings, IndexClient, IndexLocation, IndexSource,
-    MetadataOffer, NoReporter, RootRequest, explore,
+    MetadataOffer, NoReporter, ProjectFile, RootRequest, explore,
 };
 use cuda_upgrade::index::find_links::read_find_links;
 use pep440_rs::Version;
@@ -281,6 +281,19 @@ fn index(server: &Server) -> IndexLocation {
     IndexLocation::new("fixture", &server.url("/simple")).unwrap()
 }
 
+/// A client with the test settings, the index at `server`, and the files it lists for
+/// `project` (which it has).
+async fn listed(server: &Server, project: &str) -> (IndexClient, IndexLocation, Vec<ProjectFile>) {
+    let client = IndexClient::new(settings(None)).unwrap();
+    let location = index(server);
+    let files = client
+        .fetch_project(&location, &name(project))
+        .await
+        .unwrap()
+        .unwrap();
+    (client, location, files)
+}
+
 #[tokio::test]
 async fn json_page_lists_files_hashes_and_yanked() {
     let fixture = fixture();
@@ -340,13 +353,7 @@ async fn html_page_unescapes_and_resolves_links() {
 #[tokio::test]
 async fn pep658_metadata_is_used_and_verified() {
     let fixture = fixture();
-    let client = IndexClient::new(settings(None)).unwrap();
-    let location = index(&fixture.server);
-    let files = client
-        .fetch_project(&location, &name("alpha"))
-        .await
-        .unwrap()
-        .unwrap();
+    let (client, location, files) = listed(&fixture.server, "alpha").await;
     let metadata = client.fetch_metadata(&location, &files[0]).await.unwrap();
     assert_eq!(metadata.version.to_string(), "1.0");
     assert_eq!(metadata.requires_dist[0].to_string(), "beta>=1.0");
@@ -386,13 +393,7 @@ async fn pep658_metadata_is_used_and_verified() {
 #[tokio::test]
 async fn wheel_metadata_is_read_with_range_requests() {
     let fixture = fixture();
-    let client = IndexClient::new(settings(None)).unwrap();
-    let location = index(&fixture.server);
-    let files = client
-        .fetch_project(&location, &name("alpha"))
-        .await
-        .unwrap()
-        .unwrap();
+    let (client, location, files) = listed(&fixture.server, "alpha").await;
     let metadata = client.fetch_metadata(&location, &files[1]).await.unwrap();
     assert_eq!(metadata.version.to_string(), "2.0");
     assert_eq!(metadata.requires_dist.len(), 3);
@@ -428,13 +429,7 @@ async fn large_central_directories_take_more_ranges() {
             format!("<a href=\"/files/{0}\">{0}</a>", big.filename),
         ),
     );
-    let client = IndexClient::new(settings(None)).unwrap();
-    let location = index(&server);
-    let files = client
-        .fetch_project(&location, &name("wide"))
-        .await
-        .unwrap()
-        .unwrap();
+    let (client, location, files) = listed(&server, "wide").await;
     let metadata = client.fetch_metadata(&location, &files[0]).await.unwrap();
     assert_eq!(metadata.requires_dist[0].to_string(), "alpha");
     let requests = server.requests_to(&format!("/files/{}", big.filename));
@@ -445,13 +440,7 @@ async fn large_central_directories_take_more_ranges() {
 #[tokio::test]
 async fn whole_wheel_is_read_when_ranges_are_refused() {
     let fixture = fixture();
-    let client = IndexClient::new(settings(None)).unwrap();
-    let location = index(&fixture.server);
-    let files = client
-        .fetch_project(&location, &name("norange"))
-        .await
-        .unwrap()
-        .unwrap();
+    let (client, location, files) = listed(&fixture.server, "norange").await;
     let metadata = client.fetch_metadata(&location, &files[0]).await.unwrap();
     assert_eq!(metadata.requires_dist[0].to_string(), "alpha");
     let requests = fixture
@@ -475,13 +464,7 @@ async fn missing_project_is_not_an_error() {
 #[tokio::test]
 async fn server_errors_are_retried_then_reported() {
     let fixture = fixture();
-    let client = IndexClient::new(settings(None)).unwrap();
-    let location = index(&fixture.server);
-    let files = client
-        .fetch_project(&location, &name("flaky"))
-        .await
-        .unwrap()
-        .unwrap();
+    let (client, location, files) = listed(&fixture.server, "flaky").await;
     assert_eq!(files.len(), 1);
     let statuses: Vec<u16> = fixture
         .server
@@ -869,6 +852,24 @@ fn upgrade(args: &[&str], envs: &[(&str, &str)], remove: &[&str]) -> std::proces
     command.output().unwrap()
 }
 
+/// `upgrade index snapshot MANIFEST -o OUT ARGS…` with `envs` set.
+fn index_snapshot(
+    manifest: &Path,
+    out: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> std::process::Output {
+    let mut all = vec![
+        "index",
+        "snapshot",
+        manifest.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    upgrade(&all, envs, &[])
+}
+
 #[test]
 fn default_index_comes_from_pip_index_url() {
     let output = upgrade(
@@ -949,13 +950,10 @@ fn snapshot_records_the_manifest_closure() {
     .unwrap();
     let output_file = dir.path().join("snapshot.json");
     let cache = dir.path().join("cache");
-    let output = upgrade(
+    let output = index_snapshot(
+        &manifest,
+        &output_file,
         &[
-            "index",
-            "snapshot",
-            manifest.to_str().unwrap(),
-            "-o",
-            output_file.to_str().unwrap(),
             "--cache-dir",
             cache.to_str().unwrap(),
             "--retries",
@@ -964,7 +962,6 @@ fn snapshot_records_the_manifest_closure() {
             "norange",
         ],
         &[("PIP_INDEX_URL", &fixture.server.url("/simple/"))],
-        &[],
     );
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert_eq!(
@@ -1015,20 +1012,14 @@ fn snapshot_records_the_manifest_closure() {
 
     // Without `--cache-dir` the cache lives under `$XDG_CACHE_HOME/cuda-upgrade`.
     let cache_home = dir.path().join("xdg");
-    let defaulted = upgrade(
-        &[
-            "index",
-            "snapshot",
-            manifest.to_str().unwrap(),
-            "-o",
-            output_file.to_str().unwrap(),
-            "--no-deps",
-        ],
+    let defaulted = index_snapshot(
+        &manifest,
+        &output_file,
+        &["--no-deps"],
         &[
             ("PIP_INDEX_URL", &fixture.server.url("/simple/")),
             ("XDG_CACHE_HOME", cache_home.to_str().unwrap()),
         ],
-        &[],
     );
     assert_eq!(defaulted.status.code(), Some(0));
     assert!(cache_home.join("cuda-upgrade/simple-v1").is_dir());
@@ -1045,18 +1036,10 @@ fn snapshot_records_the_manifest_closure() {
     )
     .unwrap();
     let failed_file = dir.path().join("failed.json");
-    let failed = upgrade(
-        &[
-            "index",
-            "snapshot",
-            broken.to_str().unwrap(),
-            "-o",
-            failed_file.to_str().unwrap(),
-            "--no-cache",
-            "--retries",
-            "1",
-        ],
-        &[],
+    let failed = index_snapshot(
+        &broken,
+        &failed_file,
+        &["--no-cache", "--retries", "1"],
         &[],
     );
     let stderr = String::from_utf8_lossy(&failed.stderr);
@@ -1072,18 +1055,11 @@ fn snapshot_records_the_manifest_closure() {
 
     // A second run revalidates: every page answers 304.
     fixture.server.clear_log();
-    let again = upgrade(
-        &[
-            "index",
-            "snapshot",
-            manifest.to_str().unwrap(),
-            "-o",
-            output_file.to_str().unwrap(),
-            "--cache-dir",
-            cache.to_str().unwrap(),
-        ],
+    let again = index_snapshot(
+        &manifest,
+        &output_file,
+        &["--cache-dir", cache.to_str().unwrap()],
         &[("PIP_INDEX_URL", &fixture.server.url("/simple/"))],
-        &[],
     );
     assert_eq!(again.status.code(), Some(0));
     let log = fixture.server.log();

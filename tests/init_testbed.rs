@@ -3,10 +3,6 @@
 //!
 //! Needs root (the testbed's namespaces); without it the test says why it is skipped
 //! and passes.
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use common::stack::{snapshot, text, upgrade, work_dir};

@@ -15,9 +15,12 @@
 )]
 mod support;
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::process::Output;
+
+use common::cli::upgrade_ok;
 use cuda_upgrade::index::Snapshot;
 use support::{Route, Server, Wheel, json_page, serve_wheel, wheel};
 
@@ -99,21 +102,6 @@ fn manifest(dir: &Path, server: &Server) -> String {
     path.to_str().unwrap().to_string()
 }
 
-fn upgrade(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "upgrade {args:?}: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
 /// `name==version` of every locked package, in the lock's order.
 fn pins(output: &Output) -> Vec<String> {
     let lock: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -153,7 +141,7 @@ fn live_lock_fetches_only_what_the_resolution_visits() {
         "json",
     ];
 
-    let first = upgrade(&lock_args);
+    let first = upgrade_ok(&lock_args);
     assert_eq!(pins(&first), ["app==1.0", "lib==2.0", "many==20.0"]);
     assert_eq!(
         metadata_requests(&server),
@@ -179,7 +167,7 @@ fn live_lock_fetches_only_what_the_resolution_visits() {
     // The second run revalidates each page (`304`) and reads every metadata file from
     // the cache.
     server.clear_log();
-    let second = upgrade(&lock_args);
+    let second = upgrade_ok(&lock_args);
     assert_eq!(pins(&second), pins(&first));
     assert!(metadata_requests(&server).is_empty(), "{:?}", server.log());
     let pages: Vec<(String, u16)> = server
@@ -206,16 +194,7 @@ fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
     let snapshot_file = dir.path().join("snapshot.json");
     let snapshot_file = snapshot_file.to_str().unwrap();
 
-    let output = upgrade(&[
-        "index",
-        "snapshot",
-        &manifest,
-        "--live",
-        "-o",
-        snapshot_file,
-        "--cache-dir",
-        cache,
-    ]);
+    let output = live_snapshot(&manifest, snapshot_file, cache);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.contains("index `default` at http://127.0.0.1:")
@@ -229,9 +208,36 @@ fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
     assert!(snapshot.how.ends_with("--live"), "{}", snapshot.how);
     assert_eq!(recorded(&snapshot), ["app==1.0", "lib==2.0", "many==20.0"]);
 
-    let live = upgrade(&[
+    let (live, offline) = lock_live_then_offline(&server, &manifest, snapshot_file, cache);
+    assert!(server.log().is_empty(), "offline asks nothing");
+    assert_eq!(offline.stdout, live.stdout);
+}
+
+/// `upgrade index snapshot MANIFEST --live -o FILE --cache-dir CACHE`.
+fn live_snapshot(manifest: &str, file: &str, cache: &str) -> Output {
+    upgrade_ok(&[
+        "index",
+        "snapshot",
+        manifest,
+        "--live",
+        "-o",
+        file,
+        "--cache-dir",
+        cache,
+    ])
+}
+
+/// `upgrade lock MANIFEST --live`, then (`server`'s log cleared) `lock` from the
+/// snapshot `file`, both as JSON.
+fn lock_live_then_offline(
+    server: &Server,
+    manifest: &str,
+    file: &str,
+    cache: &str,
+) -> (Output, Output) {
+    let live = upgrade_ok(&[
         "lock",
-        &manifest,
+        manifest,
         "--live",
         "--cache-dir",
         cache,
@@ -239,16 +245,8 @@ fn live_snapshot_records_what_resolves_offline_to_the_same_lock() {
         "json",
     ]);
     server.clear_log();
-    let offline = upgrade(&[
-        "lock",
-        &manifest,
-        "--snapshot",
-        snapshot_file,
-        "--format",
-        "json",
-    ]);
-    assert!(server.log().is_empty(), "offline asks nothing");
-    assert_eq!(offline.stdout, live.stdout);
+    let offline = upgrade_ok(&["lock", manifest, "--snapshot", file, "--format", "json"]);
+    (live, offline)
 }
 
 /// `name==version` of every release a snapshot records.
@@ -277,37 +275,12 @@ fn a_release_only_read_ahead_is_not_recorded() {
     let snapshot_file = dir.path().join("snapshot.json");
     let snapshot_file = snapshot_file.to_str().unwrap();
 
-    upgrade(&[
-        "index",
-        "snapshot",
-        &manifest,
-        "--live",
-        "-o",
-        snapshot_file,
-        "--cache-dir",
-        cache,
-    ]);
+    live_snapshot(&manifest, snapshot_file, cache);
     let text = std::fs::read_to_string(snapshot_file).unwrap();
     let snapshot = Snapshot::parse(&text, "snapshot.json").unwrap();
     assert_eq!(recorded(&snapshot), ["app==1.0", "lib==2.0", "many==19.0"]);
-    let live = upgrade(&[
-        "lock",
-        &manifest,
-        "--live",
-        "--cache-dir",
-        cache,
-        "--format",
-        "json",
-    ]);
+    let (live, offline) = lock_live_then_offline(&server, &manifest, snapshot_file, cache);
     assert_eq!(pins(&live), ["app==1.0", "lib==2.0", "many==19.0"]);
-    let offline = upgrade(&[
-        "lock",
-        &manifest,
-        "--snapshot",
-        snapshot_file,
-        "--format",
-        "json",
-    ]);
     assert_eq!(offline.stdout, live.stdout);
 }
 
@@ -346,7 +319,7 @@ fn extras_are_read_ahead() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = manifest(dir.path(), &server);
     let cache = dir.path().join("cache");
-    let output = upgrade(&[
+    let output = upgrade_ok(&[
         "lock",
         &manifest,
         "--live",

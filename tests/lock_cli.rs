@@ -6,88 +6,53 @@
 //! and there was no `lock --check`. Each test here failed before.
 #![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "a test fails loudly at the first surprise"
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const H200_FACTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/facts/h200.facts.json"
-);
-
-fn upgrade(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run upgrade")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
-}
+use common::cli::{
+    H200_FACTS, on_h200, stderr, stdout, torch_snapshot as snapshot, upgrade, venv_manifest,
+};
 
 /// A manifest for the H200's venv (`/opt/torch/.venv`) asking for `torch` `spec`.
 fn manifest(dir: &Path, name: &str, spec: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "schema: 1\nname: {name}\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\nindexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"{spec}\"\n"
+    venv_manifest(
+        dir,
+        name,
+        &format!(
+            "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"{spec}\"\n"
         ),
     )
-    .unwrap();
-    path
-}
-
-/// A snapshot offering these releases of torch, each hashed.
-fn snapshot(dir: &Path, name: &str, versions: &[&str]) -> PathBuf {
-    let releases: Vec<String> = versions
-        .iter()
-        .enumerate()
-        .map(|(n, version)| {
-            format!(
-                r#"{{"version": "{version}", "requires_dist": [], "files": [{{"filename": "torch-{version}-cp312-cp312-manylinux_2_28_x86_64.whl", "sha256": "{}"}}]}}"#,
-                format!("{n:02x}").repeat(32)
-            )
-        })
-        .collect();
-    let path = dir.join(format!("{name}.json"));
-    std::fs::write(
-        &path,
-        format!(
-            r#"{{"schema": 1, "recorded": "2026-12-03", "how": "by hand, for a test",
-  "universe": {{"indexes": [{{"name": "local", "packages": {{"torch": [{}]}}}}]}}}}"#,
-            releases.join(", ")
-        ),
-    )
-    .unwrap();
-    path
 }
 
 /// `upgrade lock MANIFEST --facts H200 --snapshot SNAPSHOT --format json -o LOCK`.
 fn write_lock(manifest: &Path, snapshot: &Path, lock: &Path) {
-    let output = upgrade(&[
+    let output = on_h200(
         "lock",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-        "-o",
-        lock.to_str().unwrap(),
-    ]);
+        manifest,
+        &[
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            lock.to_str().unwrap(),
+        ],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+/// In `dir`: manifest `m` asking for `torch>=2.9`, snapshot `old` offering 2.9.1, and
+/// the lock of the two at `m.lock.json` (the default lock file beside the manifest).
+fn locked(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let manifest = manifest(dir, "m", ">=2.9");
+    let old = snapshot(dir, "old", &["2.9.1"]);
+    let lock = dir.join("m.lock.json");
+    write_lock(&manifest, &old, &lock);
+    (manifest, old, lock)
 }
 
 /// The lock records the manifest's digest; `plan --lock` installs exactly the lock,
@@ -95,10 +60,7 @@ fn write_lock(manifest: &Path, snapshot: &Path, lock: &Path) {
 #[test]
 fn plan_installs_exactly_the_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, _, lock) = locked(dir.path());
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
     let text = std::fs::read_to_string(&manifest).unwrap();
@@ -109,18 +71,9 @@ fn plan_installs_exactly_the_lock() {
     // A newer torch is offered now: resolving picks it, the lock keeps 2.9.1.
     let new = snapshot(dir.path(), "new", &["2.9.1", "2.10.0"]);
     let plan = |extra: &[&str]| {
-        let mut args = vec![
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            new.to_str().unwrap(),
-            "--format",
-            "json",
-        ];
+        let mut args = vec!["--snapshot", new.to_str().unwrap(), "--format", "json"];
         args.extend_from_slice(extra);
-        let output = upgrade(&args);
+        let output = on_h200("plan", &manifest, &args);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
     };
@@ -145,24 +98,12 @@ fn hex_sha256(bytes: &[u8]) -> String {
 #[test]
 fn a_lock_of_another_manifest_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, _, lock) = locked(dir.path());
     let locked_digest = hex_sha256(&std::fs::read(&manifest).unwrap());
     let mut text = std::fs::read_to_string(&manifest).unwrap();
     text.push_str("# edited after locking\n");
     std::fs::write(&manifest, &text).unwrap();
-    let plan = |lock: &Path| {
-        upgrade(&[
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--lock",
-            lock.to_str().unwrap(),
-        ])
-    };
+    let plan = |lock: &Path| on_h200("plan", &manifest, &["--lock", lock.to_str().unwrap()]);
     let output = plan(&lock);
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
     let error = stderr(&output);
@@ -215,10 +156,7 @@ fn a_lock_of_another_manifest_is_refused() {
 #[test]
 fn a_lock_that_does_not_hold_on_the_node_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, _, lock) = locked(dir.path());
     let mut facts: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(H200_FACTS).unwrap()).unwrap();
     facts["python"]["version"] = serde_json::json!("3.11.9");
@@ -251,23 +189,12 @@ fn a_lock_that_does_not_hold_on_the_node_is_refused() {
 #[test]
 fn lock_check_exits_4_when_the_lock_is_out_of_date() {
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), "m", ">=2.9");
-    let old = snapshot(dir.path(), "old", &["2.9.1"]);
     // The default lock file of `--check`: `NAME.lock.json` beside the manifest.
-    let lock = dir.path().join("m.lock.json");
-    write_lock(&manifest, &old, &lock);
+    let (manifest, old, lock) = locked(dir.path());
     let check = |snapshot: &Path, extra: &[&str]| {
-        let mut args = vec![
-            "lock",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            snapshot.to_str().unwrap(),
-            "--check",
-        ];
+        let mut args = vec!["--snapshot", snapshot.to_str().unwrap(), "--check"];
         args.extend_from_slice(extra);
-        upgrade(&args)
+        on_h200("lock", &manifest, &args)
     };
     let output = check(&old, &[]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));

@@ -9,29 +9,23 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::path::Path;
 use std::process::Output;
 
 use common::stack::{
-    install_repository, overlay, overlay_files, sglang_repository, snapshot, text, upgrade,
-    work_dir,
+    apply_inventory, node, overlay_files, seeded_testbed, text, upgrade, work_dir,
 };
 use common::testbed::{Testbed, skip};
 
-fn node<'a>(report: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
-    let found = report["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|node| node["host"] == host);
-    assert!(found.is_some(), "no `{host}` in {report:#}");
-    found.unwrap()
+/// Both nodes of the fleet `report` refused, each saying `reason`.
+fn assert_refused(report: &serde_json::Value, reason: &str) {
+    for host in ["node0", "node1"] {
+        let node = node(report, host);
+        assert_eq!(node["result"], "refused", "{node:#}");
+        assert!(node.to_string().contains(reason), "{node:#}");
+    }
 }
 
 fn apply_locked(
@@ -41,28 +35,18 @@ fn apply_locked(
     inventory: &Path,
     run_dir: &Path,
 ) -> (Output, serde_json::Value) {
-    let ssh_config = testbed.ssh_config().unwrap();
-    let output = upgrade(
+    apply_inventory(
         testbed,
+        manifest,
+        inventory,
         &[
-            "apply",
-            "--yes",
-            manifest.to_str().unwrap(),
-            "-i",
-            inventory.to_str().unwrap(),
-            "--ssh-config",
-            &ssh_config,
             "--lock",
             lock.to_str().unwrap(),
             "--no-verify",
             "--run-dir",
             run_dir.to_str().unwrap(),
-            "--format",
-            "json",
         ],
-    );
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
-    (output, report)
+    )
 }
 
 #[test]
@@ -71,13 +55,8 @@ fn a_fleet_installs_exactly_the_lock_and_refuses_one_that_does_not_fit() {
         return;
     }
     let work = work_dir("lock-fleet");
-    let testbed = Testbed::up(&["cuda12.8", "cuda12.8"]).unwrap();
-    let repo = sglang_repository(&work);
-    for node in ["node0", "node1"] {
-        install_repository(&testbed, &repo, node);
-    }
-    let manifest = overlay(&testbed, &work, |text| text);
-    let snapshot = snapshot(&testbed, &manifest);
+    let (testbed, manifest, snapshot) =
+        seeded_testbed(&["cuda12.8", "cuda12.8"], &[], &work, |text| text);
     let ssh_config = testbed.ssh_config().unwrap();
     // The lock, from node0's facts and the snapshot.
     let probe = upgrade(
@@ -139,15 +118,10 @@ fn a_fleet_installs_exactly_the_lock_and_refuses_one_that_does_not_fit() {
         &work.join("run-newer"),
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    for host in ["node0", "node1"] {
-        let node = node(&report, host);
-        assert_eq!(node["result"], "refused", "{node:#}");
-        let detail = node.to_string();
-        assert!(
-            detail.contains("driver: the lock was resolved for NVIDIA driver 999.99.99"),
-            "{node:#}"
-        );
-    }
+    assert_refused(
+        &report,
+        "driver: the lock was resolved for NVIDIA driver 999.99.99",
+    );
     assert_eq!(changeable("node1"), before);
 
     // The lock as made: both nodes converge to exactly it (torch from the lock).
@@ -172,14 +146,6 @@ fn a_fleet_installs_exactly_the_lock_and_refuses_one_that_does_not_fit() {
         &work.join("run-edited"),
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    for host in ["node0", "node1"] {
-        let node = node(&report, host);
-        assert_eq!(node["result"], "refused", "{node:#}");
-        assert!(
-            node.to_string()
-                .contains("another manifest, or edited since"),
-            "{node:#}"
-        );
-    }
+    assert_refused(&report, "another manifest, or edited since");
     testbed.down().unwrap();
 }

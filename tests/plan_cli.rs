@@ -4,68 +4,15 @@
 //! See: issue 19 — each test here failed before it: a blocked plan exited 0, the
 //! summary had no blocked count, removals were counted as `0 to remove`, a downgrade
 //! hid inside "and 133 more", and apply changed a node without asking.
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test fails loudly at the first surprise"
-)]
+mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-const H200_FACTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/facts/h200.facts.json"
-);
-const SEED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/manifests/sglang-0.5.9-cu130.yaml"
-);
-
-fn upgrade(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run upgrade")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("utf-8 stdout")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8(output.stderr.clone()).expect("utf-8 stderr")
-}
-
-/// A manifest for the H200's venv (`/opt/torch/.venv`) with `extra` appended.
-fn venv_manifest(dir: &Path, name: &str, extra: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "schema: 1\nname: {name}\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/torch/.venv/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.39\"\n{extra}"
-        ),
-    )
-    .unwrap();
-    path
-}
+use common::cli::{H200_FACTS, SEED, command, on_h200, stderr, stdout, upgrade, venv_manifest};
 
 /// A snapshot with one release of torch, 2.9.1, hashed: the H200's venv has 2.11.0.
-fn torch_snapshot(dir: &Path) -> PathBuf {
-    let path = dir.join("snapshot.json");
-    std::fs::write(
-        &path,
-        format!(
-            r#"{{"schema": 1, "recorded": "2026-12-03", "how": "by hand, for a test",
-  "universe": {{"indexes": [{{"name": "local", "packages": {{
-    "torch": [{{"version": "2.9.1", "requires_dist": [], "files": [{{"filename": "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl", "sha256": "{}"}}]}}]
-  }}}}]}}}}"#,
-            "ab".repeat(32)
-        ),
-    )
-    .unwrap();
-    path
+fn torch_snapshot(dir: &Path) -> std::path::PathBuf {
+    common::cli::torch_snapshot(dir, "snapshot", &["2.9.1"])
 }
 
 const TORCH_ONLY: &str = "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==2.9.1\"\n";
@@ -134,16 +81,9 @@ fn downgrades_and_removals_are_always_shown() {
     let manifest = venv_manifest(dir.path(), "downgrade", TORCH_ONLY);
     let snapshot = torch_snapshot(dir.path());
     let plan = |extra: &[&str]| {
-        let mut args = vec![
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            snapshot.to_str().unwrap(),
-        ];
+        let mut args = vec!["--snapshot", snapshot.to_str().unwrap()];
         args.extend_from_slice(extra);
-        upgrade(&args)
+        on_h200("plan", &manifest, &args)
     };
     let output = plan(&[]);
     let text = stdout(&output);
@@ -200,16 +140,11 @@ fn a_manifest_can_keep_unlocked_packages() {
         &format!("  keep_unlocked_packages: true\n{TORCH_ONLY}"),
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = upgrade(&[
+    let output = on_h200(
         "plan",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+        &manifest,
+        &["--snapshot", snapshot.to_str().unwrap(), "--format", "json"],
+    );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["summary"]["packages"]["remove"], 0, "{json}");
@@ -227,7 +162,7 @@ fn env_goes_to_the_target_environment_only() {
         "scoped",
         "env:\n  CUDA_HOME: /usr/local/cuda-13.0\n  NCCL_DEBUG:\n    value: WARN\n    override: true\n",
     );
-    let output = upgrade(&["plan", manifest.to_str().unwrap(), "--facts", H200_FACTS]);
+    let output = on_h200("plan", &manifest, &[]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
     assert!(
@@ -252,12 +187,7 @@ fn env_goes_to_the_target_environment_only() {
         "wide",
         "  env_scope: interpreter\nenv:\n  CUDA_HOME: /usr/local/cuda-13.0\n",
     );
-    let text = stdout(&upgrade(&[
-        "plan",
-        wide.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-    ]));
+    let text = stdout(&on_h200("plan", &wide, &[]));
     assert!(
         text.contains("rewrite the managed block of /usr/lib/python3.12/sitecustomize.py"),
         "{text}"
@@ -309,7 +239,7 @@ fn plan_warns_about_facts_that_do_not_fit() {
         "schema: 1\nname: other\nupgrade: \">=0.1\"\ntarget:\n  python: /opt/other/.venv/bin/python3\n  base_python: /usr/bin/python3\n",
     )
     .unwrap();
-    let output = upgrade(&["plan", other.to_str().unwrap(), "--facts", H200_FACTS]);
+    let output = on_h200("plan", &other, &[]);
     let text = stdout(&output);
     assert!(
         text.contains("  warning: the facts were probed for `/opt/torch/.venv/bin/python3`, not for the manifest's `target.python` `/opt/other/.venv/bin/python3`"),
@@ -328,7 +258,7 @@ fn plan_needs_no_secret_values() {
         "secret",
         "env:\n  HF_TOKEN:\n    from_env: CUDA_UPGRADE_TEST_NEVER_SET_TOKEN\n",
     );
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
+    let output = command()
         .args(["plan", manifest.to_str().unwrap(), "--facts", H200_FACTS])
         .env_remove("CUDA_UPGRADE_TEST_NEVER_SET_TOKEN")
         .output()
@@ -347,16 +277,12 @@ fn plan_needs_no_secret_values() {
 fn apply_without_a_terminal_refuses_without_yes() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = venv_manifest(dir.path(), "asks", "");
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args([
-            "apply",
-            manifest.to_str().unwrap(),
-            "--host",
-            "node-that-is-never-reached",
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let output = upgrade(&[
+        "apply",
+        manifest.to_str().unwrap(),
+        "--host",
+        "node-that-is-never-reached",
+    ]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     let text = stderr(&output);
     assert!(text.contains("stdin is not a terminal"), "{text}");
@@ -368,18 +294,15 @@ fn apply_without_a_terminal_refuses_without_yes() {
         "all:\n  hosts:\n    node-that-is-never-reached: {}\n",
     )
     .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args([
-            "apply",
-            manifest.to_str().unwrap(),
-            "-i",
-            inventory.to_str().unwrap(),
-        ])
-        .arg("--run-dir")
-        .arg(dir.path().join("runs"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let runs = dir.path().join("runs");
+    let output = upgrade(&[
+        "apply",
+        manifest.to_str().unwrap(),
+        "-i",
+        inventory.to_str().unwrap(),
+        "--run-dir",
+        runs.to_str().unwrap(),
+    ]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("pass `--yes`"),
@@ -399,16 +322,11 @@ fn json_on_every_failure() {
         "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==9.9.9\"\n",
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = upgrade(&[
+    let output = on_h200(
         "plan",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+        &manifest,
+        &["--snapshot", snapshot.to_str().unwrap(), "--format", "json"],
+    );
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["ok"], false, "{json}");

@@ -19,7 +19,7 @@ use cuda_upgrade::facts::ProbeRequest;
 use cuda_upgrade::manifest::EnvScope;
 use cuda_upgrade::steps::{Action, Operation, Placement, Step, StepKind, env};
 use cuda_upgrade::transport::{
-    Expected, FileContent, LocalTransport, Stdin, Transport, TransportError, WriteSpec,
+    Expected, FileContent, LocalTransport, Stdin, Transport, TransportError, WriteSpec, Written,
 };
 
 fn venv(dir: &Path) -> PathBuf {
@@ -56,6 +56,19 @@ fn spec(dir: &Path, path: &Path) -> WriteSpec {
         before_images: Some(dir.join("before-images")),
         ..WriteSpec::new(path, 0o644)
     }
+}
+
+/// Write a small script at `path`, staged private (0700), with no before-image.
+async fn stage_script(transport: &Transport, path: &Path) -> Result<Written, TransportError> {
+    transport
+        .write_file(
+            Stdin::Bytes(b"#!/bin/sh\n"),
+            &WriteSpec {
+                before_images: None,
+                ..Placement::Staged { mode: 0o700 }.spec(path)
+            },
+        )
+        .await
 }
 
 /// The environment's `sitecustomize.py` is a symlink into an `etc` directory, as
@@ -288,17 +301,7 @@ async fn writes_refuse_changed_files_and_unsafe_private_directories() {
     std::fs::create_dir(&staging).unwrap();
     std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o777)).unwrap();
     let staged = staging.join("runfile.run");
-    let private = Placement::Staged { mode: 0o700 }.spec(&staged);
-    let error = transport
-        .write_file(
-            Stdin::Bytes(b"#!/bin/sh\n"),
-            &WriteSpec {
-                before_images: None,
-                ..private.clone()
-            },
-        )
-        .await
-        .unwrap_err();
+    let error = stage_script(&transport, &staged).await.unwrap_err();
     let TransportError::WriteFile { message, .. } = &error else {
         panic!("{error:?}");
     };
@@ -308,30 +311,14 @@ async fn writes_refuse_changed_files_and_unsafe_private_directories() {
         // Owned by another user (nobody): refused even at 0700.
         std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(&staging, Some(65534), Some(65534)).unwrap();
-        let error = transport
-            .write_file(
-                Stdin::Bytes(b"#!/bin/sh\n"),
-                &WriteSpec {
-                    before_images: None,
-                    ..private.clone()
-                },
-            )
-            .await
-            .unwrap_err();
+        let error = stage_script(&transport, &staged).await.unwrap_err();
         assert!(error.to_string().contains("Failed to write"), "{error}");
         assert!(!staged.exists());
         // A symlink planted where the staging directory goes leads to another user's
         // directory: judged by its real path, refused.
         let planted = dir.path().join("planted");
         std::os::unix::fs::symlink(&staging, &planted).unwrap();
-        let error = transport
-            .write_file(
-                Stdin::Bytes(b"#!/bin/sh\n"),
-                &WriteSpec {
-                    before_images: None,
-                    ..Placement::Staged { mode: 0o700 }.spec(&planted.join("sub/runfile.run"))
-                },
-            )
+        let error = stage_script(&transport, &planted.join("sub/runfile.run"))
             .await
             .unwrap_err();
         let TransportError::WriteFile { message, .. } = &error else {
@@ -342,16 +329,7 @@ async fn writes_refuse_changed_files_and_unsafe_private_directories() {
     }
     // A missing private directory is created 0700 and the file gets its new mode.
     let fresh = dir.path().join("new-staging/runfile.run");
-    transport
-        .write_file(
-            Stdin::Bytes(b"#!/bin/sh\n"),
-            &WriteSpec {
-                before_images: None,
-                ..Placement::Staged { mode: 0o700 }.spec(&fresh)
-            },
-        )
-        .await
-        .unwrap();
+    stage_script(&transport, &fresh).await.unwrap();
     assert_eq!(mode(fresh.parent().unwrap()), 0o700);
     assert_eq!(mode(&fresh), 0o700);
     // A secret written over an existing world-readable file loses group and other bits.

@@ -5,10 +5,6 @@
 //! Needs root (network and mount namespaces); without it every test prints
 //! why it is skipped and passes. See `tests/testbed/README.md`.
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use common::testbed::{

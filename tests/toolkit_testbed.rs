@@ -14,19 +14,15 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
-#[expect(
-    dead_code,
-    reason = "helpers shared by the testbed tests; this file uses a few"
-)]
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::stack::{RUNFILE_13, json_report, overlay_files, text, work_dir};
 use common::testbed::{Testbed, skip};
 
 const PREFIX: &str = "/usr/local/cuda-13.0";
-const RUNFILE_13: &str = "cuda_13.0.1_580.82.07_linux.run";
 
 /// A manifest with only a toolkit (the node's own interpreter as target).
 fn manifest(dir: &Path, name: &str, toolkit: &str) -> PathBuf {
@@ -70,16 +66,8 @@ fn upgrade(
         .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
         .output()
         .unwrap();
-    let report = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
+    let report = json_report(&output);
     (output, report)
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// The toolkit step of an apply or plan report.
@@ -92,26 +80,6 @@ fn toolkit_step(report: &serde_json::Value) -> serde_json::Value {
         .cloned()
         .ok_or_else(|| format!("no toolkit step in {report:#}"))
         .unwrap()
-}
-
-/// Every file under a node's overlay upper directories, with its digest.
-fn overlay_files(testbed: &Testbed, node: &str) -> String {
-    let upper = testbed.dir().join("nodes").join(node).join("upper");
-    let output = Command::new("sh")
-        .arg("-c")
-        .arg("cd \"$1\" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum")
-        .arg("files")
-        .arg(&upper)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn work_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// What the node shows of the toolkit: the meta package, the alternatives link, nvcc,

@@ -118,18 +118,9 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             (None, Some(lock)) => Some(Saved::Lock(lock)),
             (None, None) => None,
         },
-        plan_path: args.lock.as_deref().unwrap_or(&args.target),
-        snapshot: args.snapshot.as_deref(),
-        live: live.as_ref(),
-        hash_command: &hash_command,
-        verify: !args.no_verify,
-        context: &context,
-        holder,
-        break_lock: args.break_lock,
-        fetch: args.fetch,
         confirm: if asks { Some(&confirm) } else { None },
         drain: drain.as_deref(),
-        rollback_on_failure: args.rollout.rollback_on_failure,
+        ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

@@ -193,18 +193,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         ssh: selected.ssh,
         apply: ApplyOptions {
             saved: fixed.as_ref().map(converge::Saved::Lock),
-            plan_path: args.lock.as_deref().unwrap_or(&args.target),
-            snapshot: args.snapshot.as_deref(),
-            live: live.as_ref(),
-            hash_command: &hash_command,
-            verify: !args.no_verify,
-            context: &context,
-            holder,
-            break_lock: args.break_lock,
-            fetch: args.fetch,
-            confirm: None,
-            drain: None,
-            rollback_on_failure: args.rollout.rollback_on_failure,
+            ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)
         },
         drain: args.rollout.drain_settings(),
     };

@@ -66,7 +66,7 @@ fn hash(args: &IndexHashArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
         snapshot: args.snapshot.as_deref(),
         packages: &args.packages,
         client: client_settings(&args.network)?,
-        python: &args.python,
+        python: &args.pip.python,
     }))?;
     let text = match args.format {
         IndexFormat::Json => json_line(&report)?,
@@ -86,7 +86,7 @@ fn default_url(
     args: &IndexDefaultUrlArgs,
     printer: &mut Printer,
 ) -> Result<ExitStatus, CommandError> {
-    let found = pip_config::default_index(args.python.as_os_str())?;
+    let found = pip_config::default_index(args.pip.python.as_os_str())?;
     let report = DefaultUrlReport {
         url: record::redact_text(&found.url),
         source: found.source.to_string(),
@@ -110,7 +110,7 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
         let environment = node::environment(&manifest, args.facts.as_deref())?;
         let options = converge::LiveOptions {
             client,
-            python: args.python.clone(),
+            python: args.pip.python.clone(),
             max_projects: args.max_projects,
             max_releases: args.max_releases,
         };
@@ -146,7 +146,7 @@ fn snapshot(args: IndexSnapshotArgs, printer: &mut Printer) -> Result<ExitStatus
             max_versions: args.max_versions,
             max_releases: args.max_releases,
             client,
-            python: args.python,
+            python: args.pip.python,
         };
         runtime.block_on(record::record_snapshot(request, &progress))?
     };

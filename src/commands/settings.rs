@@ -1,6 +1,6 @@
 //! What the verbs share beyond their own flags: the live-resolution options from
-//! `--live` and its network flags, and the async runtime of the verbs that talk to
-//! nodes or indexes.
+//! `--live` and its network flags, the apply options from `apply`'s flags (one node or
+//! a fleet), and the async runtime of the verbs that talk to nodes or indexes.
 
 use super::CommandError;
 
@@ -20,6 +20,32 @@ pub(super) fn live_options(
         max_projects: args.max_projects,
         max_releases: args.max_releases,
     }))
+}
+
+/// What `apply` takes from its flags, on one node or a fleet; no saved plan or lock, no
+/// question and no drain (the caller sets those).
+pub(super) fn apply_options<'a>(
+    args: &'a crate::cli::ApplyArgs,
+    live: Option<&'a crate::converge::LiveOptions>,
+    hash_command: &'a str,
+    context: &'a crate::exec::ApplyContext,
+    holder: crate::exec::node_lock::LockHolder,
+) -> crate::converge::ApplyOptions<'a> {
+    crate::converge::ApplyOptions {
+        saved: None,
+        plan_path: args.lock.as_deref().unwrap_or(&args.target),
+        snapshot: args.snapshot.as_deref(),
+        live,
+        hash_command,
+        verify: !args.no_verify,
+        context,
+        holder,
+        break_lock: args.break_lock,
+        fetch: args.fetch,
+        confirm: None,
+        drain: None,
+        rollback_on_failure: args.rollout.rollback_on_failure,
+    }
 }
 
 /// A runtime for the verbs that talk to nodes or indexes.

@@ -279,17 +279,7 @@ async fn restore_environment(
     );
     let python = image.python.display().to_string();
     if !remove.is_empty() {
-        let command = NodeCommand::new(python.clone())
-            .args([
-                "-m",
-                "pip",
-                "uninstall",
-                "-y",
-                "--disable-pip-version-check",
-                "--",
-            ])
-            .args(remove.iter().cloned())
-            .bounded(INSTALL_BOUND);
+        let command = crate::steps::pip::uninstall_command(&python, &remove).bounded(INSTALL_BOUND);
         let output = transport.run(&command, None).await?;
         if output.success() {
             outcome.uninstalled = remove;

@@ -144,15 +144,15 @@ impl NodeLock {
                     stale,
                 })
             }
-            _ => Err(TransportError::Run {
-                host: transport.name().to_string(),
-                command: command.display(),
-                source: std::io::Error::other(format!(
+            _ => Err(TransportError::run(
+                transport.name(),
+                &command,
+                std::io::Error::other(format!(
                     "exit status {:?}: {}",
                     output.status,
                     output.tail(5)
                 )),
-            }
+            )
             .into()),
         }
     }

@@ -202,10 +202,24 @@ impl TargetEnvironment {
     /// The PEP 508 marker environment, e.g. `sys_platform == "linux"`,
     /// `python_version == "3.12"`.
     pub fn markers(&self) -> Result<MarkerEnvironment, ResolveError> {
-        let (major, minor) = self.python_minor();
-        let python_version = format!("{major}.{minor}");
-        let python_full_version = if self.python.release().len() >= 3 {
-            self.python.to_string()
+        Self::linux_markers(&self.python, self.arch.as_str())
+            .map_err(|message| ResolveError::Environment { message })
+    }
+
+    /// The PEP 508 markers of CPython `python` on Linux on `machine` (e.g. `x86_64`):
+    /// `python_version` is its first two parts, `python_full_version` three (`.0` added
+    /// to a version of two). `Err` says why the builder refused them.
+    pub fn linux_markers(python: &Version, machine: &str) -> Result<MarkerEnvironment, String> {
+        let release = python.release();
+        let part = |index: usize| {
+            release
+                .get(index)
+                .and_then(|value| u32::try_from(*value).ok())
+                .unwrap_or(0)
+        };
+        let python_version = format!("{}.{}", part(0), part(1));
+        let python_full_version = if release.len() >= 3 {
+            python.to_string()
         } else {
             format!("{python_version}.0")
         };
@@ -213,7 +227,7 @@ impl TargetEnvironment {
             implementation_name: "cpython",
             implementation_version: &python_full_version,
             os_name: "posix",
-            platform_machine: self.arch.as_str(),
+            platform_machine: machine,
             platform_python_implementation: "CPython",
             platform_release: "",
             platform_system: "Linux",
@@ -222,9 +236,7 @@ impl TargetEnvironment {
             python_version: &python_version,
             sys_platform: "linux",
         })
-        .map_err(|error| ResolveError::Environment {
-            message: error.to_string(),
-        })
+        .map_err(|error| error.to_string())
     }
 }
 

@@ -111,6 +111,30 @@ pub struct LockedPackage {
     pub also_on_explicit: Vec<String>,
 }
 
+impl LockedPackage {
+    /// The index, file and sha256 of a package that comes from an index; `None` for a
+    /// git checkout.
+    pub fn index_file(&self) -> Option<(&String, &String, &Option<String>)> {
+        match &self.source {
+            LockedSource::Index {
+                index,
+                file,
+                sha256,
+            } => Some((index, file, sha256)),
+            LockedSource::Git { .. } => None,
+        }
+    }
+
+    /// The extras as a requirement writes them, e.g. `[srt]`; nothing without extras.
+    pub fn extras_suffix(&self) -> String {
+        if self.extras.is_empty() {
+            String::new()
+        } else {
+            format!("[{}]", self.extras.join(","))
+        }
+    }
+}
+
 /// Where a locked package comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "source", rename_all = "lowercase")]
@@ -135,6 +159,29 @@ pub enum LockedSource {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         subdirectory: Option<String>,
     },
+}
+
+impl LockedSource {
+    /// What is installed, for people: `FILE sha256:HASH` (`unknown` without one), or
+    /// `git URL@REV` with ` (SUBDIRECTORY)`.
+    pub fn artifact(&self) -> String {
+        match self {
+            LockedSource::Index { file, sha256, .. } => {
+                format!("{file} sha256:{}", sha256.as_deref().unwrap_or("unknown"))
+            }
+            LockedSource::Git {
+                url,
+                rev,
+                subdirectory,
+            } => format!(
+                "git {url}@{rev}{}",
+                subdirectory
+                    .as_deref()
+                    .map(|subdirectory| format!(" ({subdirectory})"))
+                    .unwrap_or_default()
+            ),
+        }
+    }
 }
 
 impl Lock {
@@ -177,36 +224,17 @@ impl Lock {
             out.push_str(&format!("# {}: {}\n", finding.kind, finding.message));
         }
         for package in &self.packages {
-            let extras = if package.extras.is_empty() {
-                String::new()
-            } else {
-                format!("[{}]", package.extras.join(","))
+            let origin = match &package.source {
+                LockedSource::Index { index, .. } => format!("{index}: "),
+                LockedSource::Git { .. } => String::new(),
             };
-            match &package.source {
-                LockedSource::Index {
-                    index,
-                    file,
-                    sha256,
-                } => out.push_str(&format!(
-                    "{}{extras}=={}  # {index}: {file} sha256:{}\n",
-                    package.name,
-                    package.version,
-                    sha256.as_deref().unwrap_or("unknown")
-                )),
-                LockedSource::Git {
-                    url,
-                    rev,
-                    subdirectory,
-                } => out.push_str(&format!(
-                    "{}{extras}=={}  # git {url}@{rev}{}\n",
-                    package.name,
-                    package.version,
-                    subdirectory
-                        .as_ref()
-                        .map(|subdirectory| format!(" ({subdirectory})"))
-                        .unwrap_or_default()
-                )),
-            }
+            out.push_str(&format!(
+                "{}{}=={}  # {origin}{}\n",
+                package.name,
+                package.extras_suffix(),
+                package.version,
+                package.source.artifact()
+            ));
         }
         out
     }

@@ -45,32 +45,17 @@ impl std::fmt::Display for LockDifference {
 /// A package's pin as one comparable line, e.g. `2.9.1+cu130 from pytorch-cu130
 /// (torch-….whl sha256:ab…)`.
 fn pin(package: &LockedPackage) -> String {
-    let extras = if package.extras.is_empty() {
-        String::new()
-    } else {
-        format!("[{}]", package.extras.join(","))
-    };
+    let artifact = package.source.artifact();
     match &package.source {
-        LockedSource::Index {
-            index,
-            file,
-            sha256,
-        } => format!(
-            "{}{extras} from {index} ({file} sha256:{})",
+        LockedSource::Index { index, .. } => format!(
+            "{}{} from {index} ({artifact})",
             package.version,
-            sha256.as_deref().unwrap_or("unknown")
+            package.extras_suffix()
         ),
-        LockedSource::Git {
-            url,
-            rev,
-            subdirectory,
-        } => format!(
-            "{}{extras} from git {url}@{rev}{}",
+        LockedSource::Git { .. } => format!(
+            "{}{} from {artifact}",
             package.version,
-            subdirectory
-                .as_deref()
-                .map(|dir| format!(" ({dir})"))
-                .unwrap_or_default()
+            package.extras_suffix()
         ),
     }
 }

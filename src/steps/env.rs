@@ -151,48 +151,41 @@ pub fn block(
         .filter(|var| var.secret)
         .map(|var| python_literal(&var.name))
         .collect();
-    match scope {
-        EnvScope::Environment => {
-            lines.push(
-                "# Run by `site` for this environment's interpreters only; a variable the process already has wins unless marked `override`."
-                    .to_string(),
-            );
-            lines.extend(
-                statements
-                    .iter()
-                    .map(|statement| format!("import os; {statement}")),
-            );
-            if let Some(program) = &secrets {
-                lines.push(format!(
-                    "# Secret values ({}) live in a root-only file, never in this one.",
-                    secret_names.join(", ")
-                ));
-                lines.push(format!(
-                    "import os; exec({}, {{\"os\": os}})",
-                    python_literal(program)
-                ));
-            }
-        }
-        EnvScope::Interpreter => {
-            lines.push("import os as _cuda_upgrade_os".to_string());
-            lines.extend(
-                statements
-                    .iter()
-                    .map(|statement| format!("_cuda_upgrade_{statement}")),
-            );
-            if let Some(program) = &secrets {
-                lines.push(format!(
-                    "# Secret values ({}) live in a root-only file, never in this one.",
-                    secret_names.join(", ")
-                ));
-                lines.push(format!(
-                    "exec({}, {{\"os\": _cuda_upgrade_os}})",
-                    python_literal(program)
-                ));
-            }
-            lines.push("del _cuda_upgrade_os".to_string());
-        }
+    // The scope's first line, each statement's prefix, how the secrets' program runs
+    // (its prefix and the name `os` is bound to there) and the scope's last line.
+    let (first, statement_prefix, exec_prefix, os, last) = match scope {
+        EnvScope::Environment => (
+            "# Run by `site` for this environment's interpreters only; a variable the process already has wins unless marked `override`.",
+            "import os; ",
+            "import os; ",
+            "os",
+            None,
+        ),
+        EnvScope::Interpreter => (
+            "import os as _cuda_upgrade_os",
+            "_cuda_upgrade_",
+            "",
+            "_cuda_upgrade_os",
+            Some("del _cuda_upgrade_os"),
+        ),
+    };
+    lines.push(first.to_string());
+    lines.extend(
+        statements
+            .iter()
+            .map(|statement| format!("{statement_prefix}{statement}")),
+    );
+    if let Some(program) = &secrets {
+        lines.push(format!(
+            "# Secret values ({}) live in a root-only file, never in this one.",
+            secret_names.join(", ")
+        ));
+        lines.push(format!(
+            "{exec_prefix}exec({}, {{\"os\": {os}}})",
+            python_literal(program)
+        ));
     }
+    lines.extend(last.map(str::to_string));
     let mut block = lines.join("\n");
     block.push('\n');
     block
@@ -556,6 +549,17 @@ mod tests {
     use crate::facts::{SecretFile, SitecustomizeFacts, managed_block};
     use crate::manifest::EnvScope;
 
+    /// [`plan`] of [`vars`] for the H200 venv's interpreter, interpreter-wide.
+    fn plan_interpreter_wide(facts: &NodeFacts) -> Step {
+        plan(
+            &vars(),
+            "m",
+            Path::new("/opt/torch/.venv/bin/python3"),
+            facts,
+            EnvScope::Interpreter,
+        )
+    }
+
     fn vars() -> Vec<ResolvedVar> {
         vec![
             ResolvedVar {
@@ -669,21 +673,9 @@ mod tests {
             mode,
             sha256: sha256_hex(content.as_bytes()),
         };
-        let done = plan(
-            &vars(),
-            "m",
-            python,
-            &ubuntu(Some(&wanted), Some(file(0o600, &content))),
-            EnvScope::Interpreter,
-        );
+        let done = plan_interpreter_wide(&ubuntu(Some(&wanted), Some(file(0o600, &content))));
         assert_eq!(done.action, Action::NoOp, "{}", done.reason);
-        let open = plan(
-            &vars(),
-            "m",
-            python,
-            &ubuntu(Some(&wanted), Some(file(0o644, &content))),
-            EnvScope::Interpreter,
-        );
+        let open = plan_interpreter_wide(&ubuntu(Some(&wanted), Some(file(0o644, &content))));
         assert_eq!(open.action, Action::Change);
         assert!(
             open.reason.contains("readable by other users"),
@@ -691,13 +683,7 @@ mod tests {
             open.reason
         );
         assert_eq!(open.operations.len(), 1);
-        let other = plan(
-            &vars(),
-            "m",
-            python,
-            &ubuntu(Some(&wanted), Some(file(0o600, "{}"))),
-            EnvScope::Interpreter,
-        );
+        let other = plan_interpreter_wide(&ubuntu(Some(&wanted), Some(file(0o600, "{}"))));
         assert!(
             other.reason.contains("holds other values"),
             "{}",
@@ -727,13 +713,7 @@ mod tests {
             site.malformed_block =
                 Some("line 7: the managed block's begin marker has no end marker".into());
         }
-        let step = plan(
-            &vars(),
-            "m",
-            Path::new("/opt/torch/.venv/bin/python3"),
-            &facts,
-            EnvScope::Interpreter,
-        );
+        let step = plan_interpreter_wide(&facts);
         let blocked = step.blocked.unwrap();
         assert!(
             blocked.contains("/etc/python3.12/sitecustomize.py"),
@@ -749,13 +729,7 @@ mod tests {
             site.origin = Some("/usr/lib/python3.12/sitecustomize.pyc".into());
             site.real_path = None;
         }
-        let step = plan(
-            &vars(),
-            "m",
-            Path::new("/opt/torch/.venv/bin/python3"),
-            &facts,
-            EnvScope::Interpreter,
-        );
+        let step = plan_interpreter_wide(&facts);
         assert!(step.blocked.unwrap().contains("not a `.py` source file"));
         assert!(step.operations.is_empty());
     }

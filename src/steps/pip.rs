@@ -186,12 +186,7 @@ pub fn plan(
     let mut packages = PackageDiff::default();
     for package in &lock.packages {
         keep.insert(package.name.as_str());
-        let LockedSource::Index {
-            index,
-            file,
-            sha256,
-        } = &package.source
-        else {
+        let Some((index, file, sha256)) = package.index_file() else {
             continue;
         };
         expected.push((package.name.clone(), package.version.clone()));
@@ -279,18 +274,7 @@ pub fn plan(
         operations.extend(install_from(&python_text, index, url, &file));
     }
     if !remove.is_empty() {
-        operations.push(Operation::Run(
-            NodeCommand::new(python_text.clone())
-                .args([
-                    "-m",
-                    "pip",
-                    "uninstall",
-                    "-y",
-                    "--disable-pip-version-check",
-                    "--",
-                ])
-                .args(remove.iter().cloned()),
-        ));
+        operations.push(Operation::Run(uninstall_command(&python_text, &remove)));
     }
     let (action, reason) = match (install.is_empty(), remove.is_empty(), installed.is_empty()) {
         (true, true, _) => (
@@ -342,6 +326,20 @@ exec "$@"
 /// `python -m pip install --no-deps --require-hashes … --index-url URL -r FILE`. A URL
 /// with credentials (`https://user:token@…`, `?token=…`) is written to a root-only file
 /// under [`SECRETS_DIR`] and reaches pip through its environment instead.
+/// `PYTHON -m pip uninstall -y -- NAMES…`.
+pub fn uninstall_command(python: &str, names: &[String]) -> NodeCommand {
+    NodeCommand::new(python.to_string())
+        .args([
+            "-m",
+            "pip",
+            "uninstall",
+            "-y",
+            "--disable-pip-version-check",
+            "--",
+        ])
+        .args(names.iter().cloned())
+}
+
 fn install_from(python: &str, index: &str, url: &str, requirements: &Path) -> Vec<Operation> {
     let pip = pip_install;
     if !has_credentials(url) {

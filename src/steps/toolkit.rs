@@ -467,6 +467,15 @@ mod tests {
         .unwrap()
     }
 
+    /// [`verify`] of CUDA `version` at `/usr/local/cuda-13.0`.
+    fn verify_cuda_13_0(facts: &NodeFacts, version: &str) -> Result<(), String> {
+        verify(
+            facts,
+            Path::new("/usr/local/cuda-13.0"),
+            &version.parse().unwrap(),
+        )
+    }
+
     fn h200() -> NodeFacts {
         NodeFacts::read(
             &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/facts/h200.facts.json"),
@@ -575,32 +584,14 @@ mod tests {
                 "`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its apt meta package (dpkg): cuda-toolkit-13-0 13.0.2-1)"
             );
         }
-        assert_eq!(
-            verify(
-                &facts,
-                Path::new("/usr/local/cuda-13.0"),
-                &"13.0.2".parse().unwrap()
-            ),
-            Ok(())
-        );
+        assert_eq!(verify_cuda_13_0(&facts, "13.0.2"), Ok(()));
         assert!(
-            verify(
-                &facts,
-                Path::new("/usr/local/cuda-13.0"),
-                &"13.0.1".parse().unwrap()
-            )
-            .unwrap_err()
-            .contains("holds CUDA 13.0.2 (identified by its apt meta package (dpkg)")
+            verify_cuda_13_0(&facts, "13.0.1")
+                .unwrap_err()
+                .contains("holds CUDA 13.0.2 (identified by its apt meta package (dpkg)")
         );
         // The ambiguous nvcc build never verifies an update.
-        assert!(
-            verify(
-                &h200(),
-                Path::new("/usr/local/cuda-13.0"),
-                &"13.0.2".parse().unwrap()
-            )
-            .is_err()
-        );
+        assert!(verify_cuda_13_0(&h200(), "13.0.2").is_err());
     }
 
     #[test]
@@ -724,14 +715,7 @@ mod tests {
                 "`/usr/local/cuda-13.0` holds CUDA 13.0.2 (identified by its rpm meta package: cuda-compiler-13-0 13.0.2-1)"
             );
         }
-        assert_eq!(
-            verify(
-                &facts,
-                Path::new("/usr/local/cuda-13.0"),
-                &"13.0.2".parse().unwrap()
-            ),
-            Ok(())
-        );
+        assert_eq!(verify_cuda_13_0(&facts, "13.0.2"), Ok(()));
         // Another update with the runfile: refused, rpm named, adopting by version offered.
         let step = plan(&runfile("13.0.1", "/usr/local/cuda-13.0", true), &facts);
         assert_eq!(step.action, Action::Change);
@@ -751,22 +735,20 @@ mod tests {
             "{blocked}"
         );
         // zypper on SLES; rpm itself where no front end is known.
-        let blocked = plan(
-            &runfile("13.0.1", "/usr/local/cuda-13.0", true),
-            &h200_rpm("13.0.2", "rpm\nzypper\n"),
-        )
-        .blocked
-        .unwrap();
+        let blocked_with = |managers: &str| {
+            plan(
+                &runfile("13.0.1", "/usr/local/cuda-13.0", true),
+                &h200_rpm("13.0.2", managers),
+            )
+            .blocked
+            .unwrap()
+        };
+        let blocked = blocked_with("rpm\nzypper\n");
         assert!(
             blocked.contains("(`zypper remove cuda-compiler-13-0 "),
             "{blocked}"
         );
-        let blocked = plan(
-            &runfile("13.0.1", "/usr/local/cuda-13.0", true),
-            &h200_rpm("13.0.2", "rpm\n"),
-        )
-        .blocked
-        .unwrap();
+        let blocked = blocked_with("rpm\n");
         assert!(
             blocked.contains("(`rpm -e cuda-compiler-13-0 "),
             "{blocked}"

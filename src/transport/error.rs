@@ -66,3 +66,14 @@ pub enum TransportError {
         message: String,
     },
 }
+
+impl TransportError {
+    /// `command` could not be started on `host`, or its output not read.
+    pub fn run(host: &str, command: &super::NodeCommand, source: std::io::Error) -> Self {
+        TransportError::Run {
+            host: host.to_string(),
+            command: command.display(),
+            source,
+        }
+    }
+}

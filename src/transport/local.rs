@@ -4,7 +4,6 @@
 use std::process::Stdio;
 use std::sync::atomic::AtomicU64;
 
-use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
@@ -31,14 +30,6 @@ impl LocalTransport {
         }
     }
 
-    fn error(command: &NodeCommand, source: std::io::Error) -> TransportError {
-        TransportError::Run {
-            host: "local".to_string(),
-            command: command.display(),
-            source,
-        }
-    }
-
     pub(super) async fn run(
         &self,
         command: &NodeCommand,
@@ -56,25 +47,17 @@ impl LocalTransport {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| Self::error(command, source))?;
-        if let Some(mut pipe) = child.stdin.take() {
-            super::feed(&mut pipe, stdin)
+            .map_err(|source| TransportError::run("local", command, source))?;
+        if let Some(pipe) = child.stdin.take() {
+            super::feed(pipe, stdin)
                 .await
-                .map_err(|source| Self::error(command, source))?;
-            pipe.shutdown()
-                .await
-                .map_err(|source| Self::error(command, source))?;
-            drop(pipe);
+                .map_err(|source| TransportError::run("local", command, source))?;
         }
         let output = child
             .wait_with_output()
             .await
-            .map_err(|source| Self::error(command, source))?;
-        Ok(CommandOutput {
-            status: output.status.code(),
-            stdout: output.stdout,
-            stderr: output.stderr,
-        })
+            .map_err(|source| TransportError::run("local", command, source))?;
+        Ok(output.into())
     }
 
     pub(super) async fn stream(
@@ -89,9 +72,10 @@ impl LocalTransport {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| Self::error(command, source))?;
+            .map_err(|source| TransportError::run("local", command, source))?;
         let stdout = child.stdout.take().ok_or_else(|| {
-            Self::error(
+            TransportError::run(
+                "local",
                 command,
                 std::io::Error::other("the child has no stdout pipe"),
             )

@@ -54,6 +54,16 @@ pub struct CommandOutput {
     pub stderr: Vec<u8>,
 }
 
+impl From<std::process::Output> for CommandOutput {
+    fn from(output: std::process::Output) -> Self {
+        Self {
+            status: output.status.code(),
+            stdout: output.stdout,
+            stderr: output.stderr,
+        }
+    }
+}
+
 impl CommandOutput {
     /// `true` for exit status 0.
     pub fn success(&self) -> bool {
@@ -102,22 +112,24 @@ pub enum Transport {
     Ssh(SshTransport),
 }
 
-/// Write a command's standard input: bytes, or a local file streamed in chunks.
+/// Write a command's standard input (bytes, or a local file streamed in chunks), then
+/// close it.
 async fn feed<W: tokio::io::AsyncWrite + Unpin>(
-    pipe: &mut W,
+    mut pipe: W,
     stdin: Stdin<'_>,
 ) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt;
     match stdin {
-        Stdin::Null => Ok(()),
-        Stdin::Bytes(bytes) => pipe.write_all(bytes).await,
+        Stdin::Null => {}
+        Stdin::Bytes(bytes) => pipe.write_all(bytes).await?,
         Stdin::File(path) => {
             let mut file = tokio::fs::File::open(path).await.map_err(|error| {
                 std::io::Error::new(error.kind(), format!("{}: {error}", path.display()))
             })?;
-            tokio::io::copy(&mut file, pipe).await.map(|_| ())
+            tokio::io::copy(&mut file, &mut pipe).await?;
         }
     }
+    pipe.shutdown().await
 }
 
 impl Transport {

@@ -11,7 +11,6 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use openssh::{KnownHosts, Session, SessionBuilder};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 
 use super::{CommandOutput, NodeCommand, OutputStream, Stdin, StreamHandle, TransportError};
@@ -112,21 +111,17 @@ impl SshTransport {
         }
     }
 
-    fn io_error(&self, command: &NodeCommand, source: std::io::Error) -> TransportError {
-        TransportError::Run {
-            host: self.host.clone(),
-            command: command.display(),
-            source,
-        }
-    }
-
     pub(super) async fn run(
         &self,
         command: &NodeCommand,
         stdin: Stdin<'_>,
     ) -> Result<CommandOutput, TransportError> {
         let _permit = self.sessions.acquire().await.map_err(|_| {
-            self.io_error(command, std::io::Error::other("the session pool is closed"))
+            TransportError::run(
+                &self.host,
+                command,
+                std::io::Error::other("the session pool is closed"),
+            )
         })?;
         let mut remote =
             Session::to_raw_command(Arc::clone(&self.session), command.render_bounded());
@@ -142,24 +137,16 @@ impl SshTransport {
             .spawn()
             .await
             .map_err(|source| self.session_error(command, source))?;
-        if let Some(mut pipe) = child.stdin().take() {
-            super::feed(&mut pipe, stdin)
+        if let Some(pipe) = child.stdin().take() {
+            super::feed(pipe, stdin)
                 .await
-                .map_err(|source| self.io_error(command, source))?;
-            pipe.shutdown()
-                .await
-                .map_err(|source| self.io_error(command, source))?;
-            drop(pipe);
+                .map_err(|source| TransportError::run(&self.host, command, source))?;
         }
         let output = child
             .wait_with_output()
             .await
             .map_err(|source| self.session_error(command, source))?;
-        Ok(CommandOutput {
-            status: output.status.code(),
-            stdout: output.stdout,
-            stderr: output.stderr,
-        })
+        Ok(output.into())
     }
 
     pub(super) async fn stream(
@@ -176,7 +163,8 @@ impl SshTransport {
             .await
             .map_err(|source| self.session_error(command, source))?;
         let stdout = child.stdout().take().ok_or_else(|| {
-            self.io_error(
+            TransportError::run(
+                &self.host,
                 command,
                 std::io::Error::other("the remote command has no stdout pipe"),
             )

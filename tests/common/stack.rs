@@ -124,13 +124,103 @@ pub fn overlay(testbed: &Testbed, dir: &Path, edit: impl Fn(String) -> String) -
     path
 }
 
-pub fn upgrade(testbed: &Testbed, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_upgrade"))
-        .args(args)
+/// A testbed of these personas (`node0` gets the first; `flags` go to `up`), the fixture
+/// repository on every node, the seed overlay (`edit`ed) written in `work`, and its
+/// snapshot.
+pub fn seeded_testbed(
+    personas: &[&str],
+    flags: &[&str],
+    work: &Path,
+    edit: impl Fn(String) -> String,
+) -> (Testbed, PathBuf, PathBuf) {
+    let testbed = Testbed::up_with(personas, flags).unwrap();
+    let repo = sglang_repository(work);
+    for node in 0..personas.len() {
+        install_repository(&testbed, &repo, &format!("node{node}"));
+    }
+    let manifest = overlay(&testbed, work, edit);
+    let snapshot = snapshot(&testbed, &manifest);
+    (testbed, manifest, snapshot)
+}
+
+/// `upgrade`, to be given its arguments, with the testbed's Python index as pip's and the
+/// controller's cache in the testbed's directory.
+pub fn upgrade_command(testbed: &Testbed) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_upgrade"));
+    command
         .env("PIP_INDEX_URL", testbed.index("default").unwrap())
-        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"))
-        .output()
+        .env("XDG_CACHE_HOME", testbed.dir().join("controller-cache"));
+    command
+}
+
+pub fn upgrade(testbed: &Testbed, args: &[&str]) -> Output {
+    upgrade_command(testbed).args(args).output().unwrap()
+}
+
+/// `upgrade VERB FILE --host NODE --ssh-config (the testbed's) ARGS…`.
+pub fn on_host(testbed: &Testbed, verb: &str, file: &Path, node: &str, args: &[&str]) -> Output {
+    let ssh_config = testbed.ssh_config().unwrap();
+    let mut all = vec![
+        verb,
+        file.to_str().unwrap(),
+        "--host",
+        node,
+        "--ssh-config",
+        &ssh_config,
+    ];
+    all.extend_from_slice(args);
+    upgrade(testbed, &all)
+}
+
+/// `upgrade apply --yes MANIFEST -i INVENTORY --ssh-config (the testbed's) --format json
+/// ARGS…` and its report.
+pub fn apply_inventory(
+    testbed: &Testbed,
+    manifest: &Path,
+    inventory: &Path,
+    args: &[&str],
+) -> (Output, serde_json::Value) {
+    let ssh_config = testbed.ssh_config().unwrap();
+    let mut all = vec![
+        "apply",
+        "--yes",
+        manifest.to_str().unwrap(),
+        "-i",
+        inventory.to_str().unwrap(),
+        "--ssh-config",
+        &ssh_config,
+        "--format",
+        "json",
+    ];
+    all.extend_from_slice(args);
+    let output = upgrade(testbed, &all);
+    let report = json_report(&output);
+    (output, report)
+}
+
+/// The kinds of the steps an apply report says were applied, in order.
+pub fn applied_steps(report: &serde_json::Value) -> Vec<&str> {
+    report["steps"]
+        .as_array()
         .unwrap()
+        .iter()
+        .filter(|step| step["outcome"] == "applied")
+        .map(|step| step["kind"].as_str().unwrap())
+        .collect()
+}
+
+/// Whether every step of an apply report is a no-op or only checked.
+pub fn changed_nothing(report: &serde_json::Value) -> bool {
+    report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|step| step["outcome"] == "no-op" || step["outcome"] == "checked")
+}
+
+/// The JSON report on `output`'s stdout (`null` when there is none).
+pub fn json_report(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null)
 }
 
 pub fn text(output: &Output) -> String {
@@ -142,7 +232,11 @@ pub fn text(output: &Output) -> String {
 }
 
 pub fn snapshot(testbed: &Testbed, manifest: &Path) -> PathBuf {
-    let out = manifest.with_extension("snapshot.json");
+    snapshot_to(testbed, manifest, &manifest.with_extension("snapshot.json"))
+}
+
+/// An index snapshot of `manifest`'s indexes for Python 3.11, written to `out`.
+pub fn snapshot_to(testbed: &Testbed, manifest: &Path, out: &Path) -> PathBuf {
     let output = upgrade(
         testbed,
         &[
@@ -156,7 +250,7 @@ pub fn snapshot(testbed: &Testbed, manifest: &Path) -> PathBuf {
         ],
     );
     assert!(output.status.success(), "{}", text(&output));
-    out
+    out.to_path_buf()
 }
 
 /// Every file under a node's overlay upper directories, with its digest.
@@ -176,6 +270,17 @@ pub fn overlay_files(testbed: &Testbed, node: &str) -> Vec<(String, String)> {
                 .map(|(digest, path)| (path.to_string(), digest.to_string()))
         })
         .collect()
+}
+
+/// The entry of `host` in a fleet report's `nodes`.
+pub fn node<'a>(report: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
+    let found = report["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|node| node["host"] == host);
+    assert!(found.is_some(), "no `{host}` in {report:#}");
+    found.unwrap()
 }
 
 pub fn work_dir(name: &str) -> PathBuf {

@@ -229,31 +229,28 @@ impl Testbed {
             .ok_or_else(|| format!("testbed has no node `{name}`"))
     }
 
-    /// A node's address, e.g. `10.200.1.10` for `node0`.
-    pub fn node_ip(&self, name: &str) -> Result<String, String> {
+    /// The text `field` of node `name` in the testbed's state.
+    fn node_text(&self, name: &str, field: &str) -> Result<String, String> {
         self.node(name)?
-            .get("ip")
+            .get(field)
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(|| format!("node `{name}` has no ip"))
+            .ok_or_else(|| format!("node `{name}` has no {field}"))
+    }
+
+    /// A node's address, e.g. `10.200.1.10` for `node0`.
+    pub fn node_ip(&self, name: &str) -> Result<String, String> {
+        self.node_text(name, "ip")
     }
 
     /// A node's network namespace, e.g. `cutb1n0`.
     pub fn netns(&self, name: &str) -> Result<String, String> {
-        self.node(name)?
-            .get("netns")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("node `{name}` has no netns"))
+        self.node_text(name, "netns")
     }
 
     /// A node's host-side veth, e.g. `cutb1v0`.
     pub fn veth(&self, name: &str) -> Result<String, String> {
-        self.node(name)?
-            .get("veth")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("node `{name}` has no veth"))
+        self.node_text(name, "veth")
     }
 
     /// The testbed's bridge on the host, e.g. `cutb1br`.
@@ -458,6 +455,20 @@ pub fn build_fixtures() -> Result<serde_json::Value, String> {
     serde_json::from_str(&text).map_err(|error| format!("Failed to parse fixtures.json: {error}"))
 }
 
+/// The port a helper process writes into `port_file` once it listens, waited for at
+/// most 10 s; `what` names the process in the error.
+fn reported_port(port_file: &Path, what: &str) -> Result<u16, String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let text = std::fs::read_to_string(port_file).unwrap_or_default();
+        if let Ok(port) = text.trim().parse() {
+            return Ok(port);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!("{what} did not report its port within 10 s"))
+}
+
 /// `tests/testbed/index_server.py` on loopback, without a testbed; killed on drop.
 pub struct IndexServer {
     child: std::process::Child,
@@ -486,16 +497,8 @@ impl IndexServer {
             port: 0,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            let text = std::fs::read_to_string(&port_file).unwrap_or_default();
-            if let Ok(port) = text.trim().parse() {
-                server.port = port;
-                return Ok(server);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Err("the index server did not report its port within 10 s".to_owned())
+        server.port = reported_port(&port_file, "the index server")?;
+        Ok(server)
     }
 
     /// GET `path` from the server.
@@ -563,16 +566,8 @@ impl Proxy {
             port: 0,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            let text = std::fs::read_to_string(&port_file).unwrap_or_default();
-            if let Ok(port) = text.trim().parse() {
-                proxy.port = port;
-                return Ok(proxy);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Err("the proxy did not report its port within 10 s".to_owned())
+        proxy.port = reported_port(&port_file, "the proxy")?;
+        Ok(proxy)
     }
 
     /// Sends a signal by name to the proxy, e.g. `"USR1"` (drop every connection).

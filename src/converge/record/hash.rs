@@ -122,12 +122,7 @@ pub async fn record_hashes(request: HashRequest<'_>) -> Result<HashReport, Recor
     let mut wanted = Vec::new();
     let mut already_hashed = Vec::new();
     for package in &locked.packages {
-        let LockedSource::Index {
-            index,
-            file,
-            sha256,
-        } = &package.source
-        else {
+        let Some((index, file, sha256)) = package.index_file() else {
             continue;
         };
         if !named.is_empty() && !named.contains(&package.name) {

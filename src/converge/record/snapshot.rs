@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use pep440_rs::Version;
-use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, Requirement};
+use pep508_rs::{MarkerEnvironment, Requirement};
 use serde::Serialize;
 
 use crate::converge::sources::{IndexSources, SourceError, index_sources};
@@ -385,28 +385,8 @@ fn full_python_version(text: &str) -> Result<Version, RecordError> {
 
 /// Markers of the target: Linux on x86_64, CPython `version`.
 fn marker_environment(version: &Version) -> Result<MarkerEnvironment, RecordError> {
-    let release = version.release();
-    let full = version.to_string();
-    let short = format!(
-        "{}.{}",
-        release.first().copied().unwrap_or(3),
-        release.get(1).copied().unwrap_or(0)
-    );
-    MarkerEnvironment::try_from(MarkerEnvironmentBuilder {
-        implementation_name: "cpython",
-        implementation_version: &full,
-        os_name: "posix",
-        platform_machine: "x86_64",
-        platform_python_implementation: "CPython",
-        platform_release: "",
-        platform_system: "Linux",
-        platform_version: "",
-        python_full_version: &full,
-        python_version: &short,
-        sys_platform: "linux",
-    })
-    .map_err(|_| RecordError::PythonVersion {
-        value: full.clone(),
+    TargetEnvironment::linux_markers(version, "x86_64").map_err(|_| RecordError::PythonVersion {
+        value: version.to_string(),
     })
 }
 
