@@ -18,9 +18,9 @@
 # and a command that read stdin would swallow the rest of it.
 #
 # `--scope plan` gathers what a plan needs and no more: no GPU processes (a launch checks
-# its GPUs right before it starts) and the interpreter's wheel tags from the script's own
-# computation instead of importing `packaging`. `full` (the default) is what
-# `upgrade probe` shows.
+# its GPUs right before it starts), no `nvcc --version` where a version.json names the
+# toolkit's update, and the interpreter's wheel tags from the script's own computation
+# instead of importing `packaging`. `full` (the default) is what `upgrade probe` shows.
 #
 # Cost: a converged node's apply is this script and little else, so it starts few
 # processes. Sections print through one `awk` each (or none), the slow queries
@@ -603,7 +603,10 @@ while IFS= read -r prefix; do
         absent toolkit-version-txt "$prefix"
     fi
     if [ -x "$prefix/bin/nvcc" ]; then
-        emit 10 toolkit-nvcc "$prefix" -- bounded "$prefix/bin/nvcc" --version
+        # A plan reads nvcc's build only where no version.json names the update.
+        if [ "$scope" = full ] || [ ! -r "$prefix/version.json" ]; then
+            emit 10 toolkit-nvcc "$prefix" -- bounded "$prefix/bin/nvcc" --version
+        fi
     else
         absent toolkit-nvcc "$prefix"
     fi
