@@ -14,6 +14,7 @@
 mod drain;
 mod error;
 pub mod init;
+mod keep;
 mod live;
 mod node;
 mod pinned;

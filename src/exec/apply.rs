@@ -172,22 +172,12 @@ async fn run_operation(
             sha256,
             path,
         } => {
-            if node_has(transport, path, sha256).await? {
-                return Ok(None);
-            }
-            let local = match download::cached(file, sha256, &context.cache_dir).await {
-                Some(local) => local,
-                None => {
-                    let url = index_file_url(index, index_url, project, file).await?;
-                    download::fetch_as(url.as_str(), file, sha256, &context.cache_dir).await?
-                }
-            };
-            let placement = Placement::Staged { mode: 0o644 };
-            written.push(
-                transport
-                    .write_file(Stdin::File(&local), &context.spec(placement, path))
-                    .await?,
-            );
+            let spec = context.spec(Placement::Staged { mode: 0o644 }, path);
+            let sent = send_once(transport, file, sha256, &context.cache_dir, &spec, || {
+                index_file_url(index, index_url, project, file)
+            })
+            .await?;
+            written.extend(sent);
             Ok(None)
         }
         Operation::GitBundle { url, rev, path } => {
@@ -249,6 +239,34 @@ async fn run_operation(
             Ok(None)
         }
     }
+}
+
+/// Send the file `name` of digest `sha256` to `spec.path` on the node unless it holds
+/// it there already: the verified copy in the controller's cache `cache_dir`, else
+/// downloaded once from the URL `url` gives (asked for only then). `None`: nothing sent.
+pub async fn send_once<F, Fut>(
+    transport: &Transport,
+    name: &str,
+    sha256: &crate::manifest::Sha256,
+    cache_dir: &std::path::Path,
+    spec: &WriteSpec,
+    url: F,
+) -> Result<Option<Written>, ExecError>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<url::Url, ExecError>>,
+{
+    if node_has(transport, &spec.path, sha256).await? {
+        return Ok(None);
+    }
+    let local = match download::cached(name, sha256, cache_dir).await {
+        Some(local) => local,
+        None => {
+            let url = url().await?;
+            download::fetch_as(url.as_str(), name, sha256, cache_dir).await?
+        }
+    };
+    Ok(Some(transport.write_file(Stdin::File(&local), spec).await?))
 }
 
 /// `true` when the node already holds a file of this digest at `path` (a copy sent by

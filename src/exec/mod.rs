@@ -15,7 +15,8 @@ mod reporter;
 pub mod service;
 
 pub use apply::{
-    ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, verify, written_paths,
+    ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, send_once, verify,
+    written_paths,
 };
 pub use error::ExecError;
 pub use facts::gather_facts;
