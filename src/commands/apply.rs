@@ -126,7 +126,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         context: &context,
         holder,
         break_lock: args.break_lock,
-        fetch: args.fetch,
+        fetch: args.fetch.fetch,
         confirm: if asks { Some(&confirm) } else { None },
         drain: drain.as_deref(),
         rollback_on_failure: args.rollout.rollback_on_failure,
