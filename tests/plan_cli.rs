@@ -125,6 +125,41 @@ fn detailed_exitcode_tells_nothing_to_do_from_changes() {
     assert_eq!(plan(&missing, false).status.code(), Some(2));
 }
 
+/// See: issue 17 — `plan --fetch controller` shows what `apply --fetch controller` does:
+/// the file sent from the controller and pip installing without an index.
+#[test]
+fn plan_shows_what_the_controller_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(dir.path(), "sent", TORCH_ONLY);
+    let snapshot = torch_snapshot(dir.path());
+    let plan = |fetch: &str| {
+        let output = upgrade(&[
+            "plan",
+            manifest.to_str().unwrap(),
+            "--facts",
+            H200_FACTS,
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--fetch",
+            fetch,
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let sent = plan("controller");
+    assert!(
+        sent.contains("send torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl from index `local`")
+            && sent.contains("fetched once on the controller")
+            && sent.contains("--no-index --find-links /var/tmp/cuda-upgrade/wheels"),
+        "{sent}"
+    );
+    let fetched = plan("node");
+    assert!(
+        !fetched.contains("fetched once on the controller") && !fetched.contains("--no-index"),
+        "{fetched}"
+    );
+}
+
 /// The venv holds torch 2.11.0 and 195 other packages; the lock names torch 2.9.1 only.
 /// The header counts every removal, the downgrade is listed by name, and JSON carries
 /// every list in full.
