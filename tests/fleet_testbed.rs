@@ -919,7 +919,7 @@ fn upgrade_with_index(testbed: &Testbed, index: &str, args: &[&str]) -> Output {
 /// See: issue 17, item 4: nodes whose network namespace has no route to the indexes
 /// (served on the controller's own loopback) and that hold no copy of the repository
 /// converge with `--fetch controller`: the wheels wait in the root-only staging directory,
-/// the source comes as a git bundle; the journal records the run; a second apply (the
+/// the source comes as a git bundle with the wheels of its build requirements; the journal records the run; a second apply (the
 /// mode from the host variable) is all no-op; rollback restores the exact pre-apply
 /// `pip freeze` and files from the wheels the controller kept on the node.
 #[test]
@@ -931,6 +931,29 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
     // The repository stays on the controller: nodes get a bundle of its pinned tag.
     let testbed = Testbed::up(&["cuda12.8", "cuda12.8"]).unwrap();
     let repo = sglang_repository(&work);
+    // Its build needs a wheel of the index, which the controller sends too.
+    let pyproject = repo.join("python/pyproject.toml");
+    let original = std::fs::read_to_string(&pyproject).unwrap();
+    std::fs::write(
+        &pyproject,
+        original.replace(
+            "requires = []",
+            "requires = [\"nvidia-nvtx-cu12==12.8.90\"]",
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["commit", "-qam", "build requirement"][..],
+        &["tag", "-f", "v0.5.9"],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
     // The same fixtures, served where only the controller reaches them.
     let server = common::testbed::IndexServer::start().unwrap();
     let bridged = testbed
@@ -1033,6 +1056,13 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         assert!(
             bundles.contains("sglang.bundle\nno-repository"),
             "{host}: {bundles}"
+        );
+        let build = testbed
+            .ssh_ok(host, "ls /var/tmp/cuda-upgrade/build/sglang")
+            .unwrap();
+        assert!(
+            build.contains("nvidia_nvtx_cu12-12.8.90-"),
+            "{host}: {build}"
         );
         let journal = testbed
             .ssh_ok(host, "cat /var/lib/cuda-upgrade/journal.jsonl")

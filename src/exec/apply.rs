@@ -32,7 +32,7 @@ pub struct ApplyContext {
 }
 
 impl ApplyContext {
-    fn spec(&self, placement: Placement, path: &std::path::Path) -> WriteSpec {
+    pub(crate) fn spec(&self, placement: Placement, path: &std::path::Path) -> WriteSpec {
         WriteSpec {
             before_images: self.before_images.clone(),
             ..placement.spec(path)
@@ -180,14 +180,24 @@ async fn run_operation(
             written.extend(sent);
             Ok(None)
         }
-        Operation::GitBundle { url, rev, path } => {
-            let local = download::git_bundle(url, rev, &context.cache_dir).await?;
+        Operation::GitBundle {
+            url,
+            rev,
+            path,
+            build,
+        } => {
+            let bundle = download::git_bundle(url, rev, &context.cache_dir).await?;
             let placement = Placement::Staged { mode: 0o600 };
             written.push(
                 transport
-                    .write_file(Stdin::File(&local), &context.spec(placement, path))
+                    .write_file(Stdin::File(&bundle.path), &context.spec(placement, path))
                     .await?,
             );
+            if let Some(build) = build {
+                written.extend(
+                    super::build_requirements::send(transport, context, &bundle, build).await?,
+                );
+            }
             Ok(None)
         }
         Operation::ReplaceBlock {
@@ -267,6 +277,20 @@ where
         }
     };
     Ok(Some(transport.write_file(Stdin::File(&local), spec).await?))
+}
+
+/// Send the controller's file `local` of digest `sha256` to `spec.path` on the node
+/// unless it holds it there already. `None`: nothing sent.
+pub async fn send_local(
+    transport: &Transport,
+    local: &std::path::Path,
+    sha256: &crate::manifest::Sha256,
+    spec: &WriteSpec,
+) -> Result<Option<Written>, ExecError> {
+    if node_has(transport, &spec.path, sha256).await? {
+        return Ok(None);
+    }
+    Ok(Some(transport.write_file(Stdin::File(local), spec).await?))
 }
 
 /// `true` when the node already holds a file of this digest at `path` (a copy sent by
