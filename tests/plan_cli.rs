@@ -68,6 +68,20 @@ fn torch_snapshot(dir: &Path) -> PathBuf {
     path
 }
 
+/// `plan MANIFEST --facts H200 --snapshot SNAPSHOT EXTRA…`.
+fn plan_on_h200(manifest: &Path, snapshot: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "plan",
+        manifest.to_str().unwrap(),
+        "--facts",
+        H200_FACTS,
+        "--snapshot",
+        snapshot.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    upgrade(&args)
+}
+
 const TORCH_ONLY: &str = "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==2.9.1\"\n";
 
 /// The README's main job: two blocked steps (the toolkit over one installed by other
@@ -133,16 +147,7 @@ fn plan_shows_what_the_controller_sends() {
     let manifest = venv_manifest(dir.path(), "sent", TORCH_ONLY);
     let snapshot = torch_snapshot(dir.path());
     let plan = |fetch: &str| {
-        let output = upgrade(&[
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            snapshot.to_str().unwrap(),
-            "--fetch",
-            fetch,
-        ]);
+        let output = plan_on_h200(&manifest, &snapshot, &["--fetch", fetch]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         stdout(&output)
     };
@@ -168,18 +173,7 @@ fn downgrades_and_removals_are_always_shown() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = venv_manifest(dir.path(), "downgrade", TORCH_ONLY);
     let snapshot = torch_snapshot(dir.path());
-    let plan = |extra: &[&str]| {
-        let mut args = vec![
-            "plan",
-            manifest.to_str().unwrap(),
-            "--facts",
-            H200_FACTS,
-            "--snapshot",
-            snapshot.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        upgrade(&args)
-    };
+    let plan = |extra: &[&str]| plan_on_h200(&manifest, &snapshot, extra);
     let output = plan(&[]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
@@ -235,16 +229,7 @@ fn a_manifest_can_keep_unlocked_packages() {
         &format!("  keep_unlocked_packages: true\n{TORCH_ONLY}"),
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = upgrade(&[
-        "plan",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let output = plan_on_h200(&manifest, &snapshot, &["--format", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["summary"]["packages"]["remove"], 0, "{json}");
@@ -434,16 +419,7 @@ fn json_on_every_failure() {
         "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==9.9.9\"\n",
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = upgrade(&[
-        "plan",
-        manifest.to_str().unwrap(),
-        "--facts",
-        H200_FACTS,
-        "--snapshot",
-        snapshot.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let output = plan_on_h200(&manifest, &snapshot, &["--format", "json"]);
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["ok"], false, "{json}");

@@ -213,17 +213,16 @@ mod tests {
     }
 
     fn lock(packages: Vec<LockedPackage>) -> Lock {
-        Lock {
-            schema: crate::resolve::LOCK_SCHEMA,
-            manifest: "m".to_string(),
-            manifest_sha256: None,
-            assumed: serde_json::from_str(
-                r#"{"python": "3.12", "implementation": "cpython", "glibc": "2.35", "arch": "x86_64", "gpu_arch": []}"#,
-            )
-            .unwrap(),
-            packages,
-            findings: Vec::new(),
-        }
+        let mut lock: Lock = serde_json::from_value(serde_json::json!({
+            "schema": crate::resolve::LOCK_SCHEMA,
+            "manifest": "m",
+            "assumed": {"python": "3.12", "implementation": "cpython", "glibc": "2.35",
+                        "arch": "x86_64", "gpu_arch": []},
+            "packages": [],
+        }))
+        .unwrap();
+        lock.packages = packages;
+        lock
     }
 
     fn pins(packages: &[(PackageName, Version)]) -> Vec<String> {

@@ -13,6 +13,7 @@ use crate::transport::{
     download, mask,
 };
 
+use super::send::send_once;
 use super::{ExecError, gather_facts};
 
 /// How many lines of a failing command's output a report shows.
@@ -32,7 +33,7 @@ pub struct ApplyContext {
 }
 
 impl ApplyContext {
-    pub(crate) fn spec(&self, placement: Placement, path: &std::path::Path) -> WriteSpec {
+    fn spec(&self, placement: Placement, path: &std::path::Path) -> WriteSpec {
         WriteSpec {
             before_images: self.before_images.clone(),
             ..placement.spec(path)
@@ -194,8 +195,17 @@ async fn run_operation(
                     .await?,
             );
             if let Some(build) = build {
+                let spec =
+                    |path: &std::path::Path| context.spec(Placement::Staged { mode: 0o644 }, path);
                 written.extend(
-                    super::build_requirements::send(transport, context, &bundle, build).await?,
+                    super::build_requirements::send(
+                        transport,
+                        &context.cache_dir,
+                        &spec,
+                        &bundle,
+                        build,
+                    )
+                    .await?,
                 );
             }
             Ok(None)
@@ -249,62 +259,6 @@ async fn run_operation(
             Ok(None)
         }
     }
-}
-
-/// Send the file `name` of digest `sha256` to `spec.path` on the node unless it holds
-/// it there already: the verified copy in the controller's cache `cache_dir`, else
-/// downloaded once from the URL `url` gives (asked for only then). `None`: nothing sent.
-pub async fn send_once<F, Fut>(
-    transport: &Transport,
-    name: &str,
-    sha256: &crate::manifest::Sha256,
-    cache_dir: &std::path::Path,
-    spec: &WriteSpec,
-    url: F,
-) -> Result<Option<Written>, ExecError>
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = Result<url::Url, ExecError>>,
-{
-    if node_has(transport, &spec.path, sha256).await? {
-        return Ok(None);
-    }
-    let local = match download::cached(name, sha256, cache_dir).await {
-        Some(local) => local,
-        None => {
-            let url = url().await?;
-            download::fetch_as(url.as_str(), name, sha256, cache_dir).await?
-        }
-    };
-    Ok(Some(transport.write_file(Stdin::File(&local), spec).await?))
-}
-
-/// Send the controller's file `local` of digest `sha256` to `spec.path` on the node
-/// unless it holds it there already. `None`: nothing sent.
-pub async fn send_local(
-    transport: &Transport,
-    local: &std::path::Path,
-    sha256: &crate::manifest::Sha256,
-    spec: &WriteSpec,
-) -> Result<Option<Written>, ExecError> {
-    if node_has(transport, &spec.path, sha256).await? {
-        return Ok(None);
-    }
-    Ok(Some(transport.write_file(Stdin::File(local), spec).await?))
-}
-
-/// `true` when the node already holds a file of this digest at `path` (a copy sent by
-/// an earlier run): nothing is sent again.
-async fn node_has(
-    transport: &Transport,
-    path: &std::path::Path,
-    sha256: &crate::manifest::Sha256,
-) -> Result<bool, ExecError> {
-    let command = NodeCommand::new("sha256sum")
-        .arg("--")
-        .arg(path.display().to_string());
-    let output = transport.run(&command, None).await?;
-    Ok(output.success() && output.stdout_text().split_whitespace().next() == Some(sha256.as_str()))
 }
 
 /// The URL of `file` on the index's project page of `project`.

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::steps::{BuildRequirements, Placement};
-use crate::transport::{Transport, Written, download};
+use crate::steps::BuildRequirements;
+use crate::transport::{Transport, WriteSpec, Written, download};
 
 use super::ExecError;
-use super::apply::{ApplyContext, send_local};
+use super::send::send_local;
 
 /// The longest `pip download` of a set of build requirements may run.
 const DOWNLOAD_BOUND: Duration = Duration::from_secs(600);
@@ -23,10 +23,12 @@ const DOWNLOAD_BOUND: Duration = Duration::from_secs(600);
 /// What pip assumes for a project without `[build-system]` (PEP 518).
 const FALLBACK: &str = "setuptools>=40.8.0";
 
-/// Send the wheels of the build requirements of `build` (read from `bundle`) to the node.
+/// Send the wheels of the build requirements of `build` (read from `bundle`) to the node;
+/// `cache_dir` is the controller's download cache, `spec` how a wheel is written at a path.
 pub async fn send(
     transport: &Transport,
-    context: &ApplyContext,
+    cache_dir: &Path,
+    spec: &dyn Fn(&Path) -> WriteSpec,
     bundle: &download::Bundle,
     build: &BuildRequirements,
 ) -> Result<Vec<Written>, ExecError> {
@@ -43,7 +45,7 @@ pub async fn send(
         requires: requires.join(", "),
         reason,
     };
-    let wheels = download(&requires, build, &context.cache_dir)
+    let wheels = download(&requires, build, cache_dir)
         .await
         .map_err(failed)?;
     let mut written = Vec::new();
@@ -58,7 +60,7 @@ pub async fn send(
         let sha256 = digest
             .parse::<crate::manifest::Sha256>()
             .map_err(|error| failed(error.to_string()))?;
-        let spec = context.spec(Placement::Staged { mode: 0o644 }, &build.dir.join(name));
+        let spec = spec(&build.dir.join(name));
         written.extend(send_local(transport, &wheel, &sha256, &spec).await?);
     }
     Ok(written)

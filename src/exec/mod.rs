@@ -13,13 +13,14 @@ pub mod launch;
 mod node;
 pub mod node_lock;
 mod reporter;
+mod send;
 pub mod service;
 
 pub use apply::{
-    ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, send_once, verify,
-    written_paths,
+    ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, verify, written_paths,
 };
 pub use error::ExecError;
 pub use facts::gather_facts;
 pub use node::{NodeSelection, connect};
 pub use reporter::{QuietReporter, Reporter};
+pub use send::send_once;
