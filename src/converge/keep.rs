@@ -7,13 +7,14 @@
 //! `--no-index --find-links`, as `apt` reinstalls from its kept archives. A version no
 //! index lists (a local build, a direct URL) is named in the journal instead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use pep440_rs::Version;
 use pep508_rs::PackageName;
 
-use crate::exec::{ExecError, environment, send_once};
+use crate::exec::{ExecError, deliver, environment, held};
 use crate::index::client::{ClientSettings, IndexClient, IndexLocation, ProjectFile};
 use crate::index::filename::DistFilename;
 use crate::resolve::{Lock, LockedSource};
@@ -22,6 +23,41 @@ use crate::transport::{Expected, Transport, WriteSpec};
 
 /// Where a node keeps the wheels of its pre-apply packages for a rollback.
 pub const KEPT_WHEELS_DIR: &str = "/var/lib/cuda-upgrade/before-images/wheels";
+
+/// The project pages read for kept wheels, shared by a run's nodes: each (index,
+/// project) page is read once a run, whatever the number of nodes.
+#[derive(Default)]
+pub struct Pages(std::sync::Mutex<HashMap<(String, PackageName), Arc<Page>>>);
+
+/// One page: its files, `None` when the index has no such project, or why it failed.
+type Page = tokio::sync::OnceCell<Result<Option<Vec<ProjectFile>>, String>>;
+
+impl Pages {
+    /// The files of `name` on `location`, read once.
+    async fn files(
+        &self,
+        client: &IndexClient,
+        location: &IndexLocation,
+        name: &PackageName,
+    ) -> Result<Option<Vec<ProjectFile>>, String> {
+        let page = match self.0.lock() {
+            Ok(mut pages) => Arc::clone(
+                pages
+                    .entry((location.url.to_string(), name.clone()))
+                    .or_default(),
+            ),
+            Err(_) => Arc::default(),
+        };
+        page.get_or_init(|| async {
+            client
+                .fetch_project(location, name)
+                .await
+                .map_err(|error| error.to_string())
+        })
+        .await
+        .clone()
+    }
+}
 
 /// What was kept for a rollback.
 #[derive(Debug, Default)]
@@ -89,6 +125,7 @@ pub fn covers(not_kept: &[String], install: &[String]) -> bool {
 /// `index_urls` the indexes to look in (name → URL).
 pub async fn keep(
     transport: &Transport,
+    pages: &Pages,
     packages: &[(PackageName, Version)],
     tags: &[String],
     index_urls: &BTreeMap<String, String>,
@@ -98,76 +135,109 @@ pub async fn keep(
     let Ok(client) = IndexClient::new(ClientSettings::default()) else {
         return kept;
     };
+    let lookup = Lookup {
+        client: &client,
+        pages,
+        index_urls,
+    };
+    // The wheel of each version first, then one question for what the node holds.
+    let mut chosen: Vec<(String, ProjectFile, crate::manifest::Sha256, PathBuf)> = Vec::new();
     for (name, version) in packages {
         let pin = format!("{name}=={version}");
-        match keep_one(
-            transport, &client, name, version, tags, index_urls, cache_dir,
-        )
-        .await
-        {
-            Ok(()) => kept.kept.push(pin),
+        match choose(&lookup, name, version, tags).await {
+            Ok((file, sha256)) => {
+                let path = PathBuf::from(KEPT_WHEELS_DIR).join(&file.filename);
+                chosen.push((pin, file, sha256, path));
+            }
             Err(reason) => kept.not_kept.push(format!("{pin}: {reason}")),
+        }
+    }
+    let asked: Vec<(&Path, &crate::manifest::Sha256)> = chosen
+        .iter()
+        .map(|(_, _, sha256, path)| (path.as_path(), sha256))
+        .collect();
+    let held = match held(transport, &asked).await {
+        Ok(held) => held,
+        Err(error) => {
+            let reason = crate::text::error_chain(&error).replace('\n', " ");
+            kept.not_kept
+                .extend(chosen.iter().map(|(pin, ..)| format!("{pin}: {reason}")));
+            return kept;
+        }
+    };
+    for (pin, file, sha256, path) in chosen {
+        if held.contains(&path) {
+            kept.kept.push(pin);
+            continue;
+        }
+        let spec = WriteSpec {
+            secret: true,
+            private_directory: true,
+            expected: Expected::Any,
+            before_images: None,
+            ..WriteSpec::new(path, 0o600)
+        };
+        let url = file.url.clone();
+        let sent = deliver(
+            transport,
+            &file.filename,
+            &sha256,
+            cache_dir,
+            &spec,
+            || async { Ok::<_, ExecError>(url) },
+        )
+        .await;
+        match sent {
+            Ok(_) => kept.kept.push(pin),
+            Err(error) => kept.not_kept.push(format!(
+                "{pin}: {}",
+                crate::text::error_chain(&error).replace('\n', " ")
+            )),
         }
     }
     kept
 }
 
-async fn keep_one(
-    transport: &Transport,
-    client: &IndexClient,
+/// Where [`choose`] looks a version up.
+struct Lookup<'a> {
+    client: &'a IndexClient,
+    pages: &'a Pages,
+    index_urls: &'a BTreeMap<String, String>,
+}
+
+/// The wheel of `name` `version` on the indexes that fits `tags` best, with its sha256.
+async fn choose(
+    lookup: &Lookup<'_>,
     name: &PackageName,
     version: &Version,
     tags: &[String],
-    index_urls: &BTreeMap<String, String>,
-    cache_dir: &Path,
-) -> Result<(), String> {
-    let mut best: Option<(usize, ProjectFile, String)> = None;
+) -> Result<(ProjectFile, crate::manifest::Sha256), String> {
+    let index_urls = lookup.index_urls;
+    let mut best: Option<(usize, ProjectFile)> = None;
     for (index, url) in index_urls {
         let location = IndexLocation::new(index, url).map_err(|error| error.to_string())?;
-        let Some(files) = client
-            .fetch_project(&location, name)
-            .await
-            .map_err(|error| error.to_string())?
-        else {
+        let Some(files) = lookup.pages.files(lookup.client, &location, name).await? else {
             continue;
         };
         for file in files {
             let Some(rank) = rank(&file, version, tags) else {
                 continue;
             };
-            if best.as_ref().is_none_or(|(known, ..)| rank < *known) {
-                best = Some((rank, file, index.clone()));
+            if best.as_ref().is_none_or(|(known, _)| rank < *known) {
+                best = Some((rank, file));
             }
         }
     }
-    let Some((_, file, index)) = best else {
-        return Err(format!(
+    best.and_then(|(_, file)| {
+        let sha256 = file.sha256.clone()?;
+        Some((file, sha256))
+    })
+    .ok_or_else(|| {
+        format!(
             "no index of the manifest lists a wheel of this version with a sha256 for this node's tags ({})",
             index_urls.keys().cloned().collect::<Vec<_>>().join(", ")
-        ));
-    };
-    let Some(sha256) = &file.sha256 else {
-        return Err(format!("`{}` has no sha256 on `{index}`", file.filename));
-    };
-    let spec = WriteSpec {
-        secret: true,
-        private_directory: true,
-        expected: Expected::Any,
-        before_images: None,
-        ..WriteSpec::new(PathBuf::from(KEPT_WHEELS_DIR).join(&file.filename), 0o600)
-    };
-    let url = file.url.clone();
-    send_once(
-        transport,
-        &file.filename,
-        sha256,
-        cache_dir,
-        &spec,
-        || async { Ok::<_, ExecError>(url) },
-    )
-    .await
-    .map(|_| ())
-    .map_err(|error| crate::text::error_chain(&error).replace('\n', " "))
+        )
+    })
 }
 
 /// How well `file` fits: the position of its best tag among the node's `tags` (lower

@@ -530,6 +530,7 @@ impl Run<'_> {
             let replaced = super::keep::replaced(&before, lock, keep_unlocked);
             let kept = super::keep::keep(
                 self.transport,
+                &self.prepared.shared.pages,
                 &replaced,
                 tags,
                 self.urls,

@@ -13,7 +13,7 @@ use crate::transport::{
     download, mask,
 };
 
-use super::send::send_once;
+use super::send::{deliver, held};
 use super::{ExecError, gather_facts};
 
 /// How many lines of a failing command's output a report shows.
@@ -84,9 +84,19 @@ pub async fn apply_step_writing(
     let secrets: Vec<&str> = context.secrets.iter().map(String::as_str).collect();
     let secrets = secrets.as_slice();
     let mut written = Vec::new();
+    // The files to send that the node holds already: one question for the whole step.
+    let sent: Vec<(&std::path::Path, &crate::manifest::Sha256)> = step
+        .operations
+        .iter()
+        .filter_map(|operation| match operation {
+            Operation::FetchIndexFile { path, sha256, .. } => Some((path.as_path(), sha256)),
+            _ => None,
+        })
+        .collect();
+    let held = held(transport, &sent).await?;
     for operation in &step.operations {
         if let Some(failure) =
-            run_operation(transport, operation, context, secrets, &mut written).await?
+            run_operation(transport, operation, context, secrets, &held, &mut written).await?
         {
             return Ok((StepOutcome::Failed(failure), written));
         }
@@ -117,6 +127,7 @@ async fn run_operation(
     operation: &Operation,
     context: &ApplyContext,
     secrets: &[&str],
+    held: &std::collections::HashSet<PathBuf>,
     written: &mut Vec<Written>,
 ) -> Result<Option<StepFailure>, ExecError> {
     match operation {
@@ -173,12 +184,15 @@ async fn run_operation(
             sha256,
             path,
         } => {
+            if held.contains(path) {
+                return Ok(None);
+            }
             let spec = context.spec(Placement::Staged { mode: 0o644 }, path);
-            let sent = send_once(transport, file, sha256, &context.cache_dir, &spec, || {
+            let sent = deliver(transport, file, sha256, &context.cache_dir, &spec, || {
                 index_file_url(index, index_url, project, file)
             })
             .await?;
-            written.extend(sent);
+            written.push(sent);
             Ok(None)
         }
         Operation::GitBundle {

@@ -12,10 +12,10 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::steps::BuildRequirements;
-use crate::transport::{Transport, WriteSpec, Written, download};
+use crate::transport::{Stdin, Transport, WriteSpec, Written, download};
 
 use super::ExecError;
-use super::send::send_local;
+use super::send::held;
 
 /// The longest `pip download` of a set of build requirements may run.
 const DOWNLOAD_BOUND: Duration = Duration::from_secs(600);
@@ -48,7 +48,7 @@ pub async fn send(
     let wheels = download(&requires, build, cache_dir)
         .await
         .map_err(failed)?;
-    let mut written = Vec::new();
+    let mut files = Vec::new();
     for wheel in wheels {
         let name = wheel
             .file_name()
@@ -60,8 +60,22 @@ pub async fn send(
         let sha256 = digest
             .parse::<crate::manifest::Sha256>()
             .map_err(|error| failed(error.to_string()))?;
-        let spec = spec(&build.dir.join(name));
-        written.extend(send_local(transport, &wheel, &sha256, &spec).await?);
+        files.push((wheel, build.dir.join(name), sha256));
+    }
+    let asked: Vec<(&Path, &crate::manifest::Sha256)> = files
+        .iter()
+        .map(|(_, path, sha256)| (path.as_path(), sha256))
+        .collect();
+    let held = held(transport, &asked).await?;
+    let mut written = Vec::new();
+    for (wheel, path, _) in &files {
+        if !held.contains(path) {
+            written.push(
+                transport
+                    .write_file(Stdin::File(wheel), &spec(path))
+                    .await?,
+            );
+        }
     }
     Ok(written)
 }
