@@ -25,6 +25,7 @@ the JSON of every run on stdout.
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -42,6 +43,31 @@ def stats(state):
     base = state["indexes"]["default"].split("/default/simple/")[0]
     with urllib.request.urlopen(f"{base}/_stats", timeout=10) as answer:
         return json.loads(answer.read())
+
+
+PHASE = re.compile(r"^\[\s*([0-9.]+)s\] (\S+?)(?::| —|$)")
+# Log lines that end a node's run (its result line starts with one of them).
+RESULTS = ("converged", "unchanged", "failed", "refused", "unreachable", "blocked", "skipped")
+
+
+def phases(log_dir):
+    """Where each node's time went, from its log in the run directory: seconds from each
+    phase's line (`connecting`, `probing`, then each step: `toolkit`, `pip`, `source`…)
+    to the next, up to the node's result line; the mean and the largest over the nodes."""
+    per_phase = {}
+    for log in sorted(Path(log_dir).glob("*.log")):
+        marks = []
+        for line in log.read_text().splitlines():
+            match = PHASE.match(line)
+            if not match:
+                continue
+            marks.append((float(match.group(1)), match.group(2)))
+            if match.group(2) in RESULTS:
+                break
+        for (at, name), (until, _) in zip(marks, marks[1:]):
+            per_phase.setdefault(name, []).append(until - at)
+    return {name: {"mean": sum(values) / len(values), "max": max(values)}
+            for name, values in per_phase.items()}
 
 
 def controller_manifest(manifest, repo):
@@ -77,7 +103,8 @@ def one(size, mode, work, upgrade):
             fleet.log(result.stdout[-2000:] + result.stderr[-2000:])
         entry = {"nodes": size, "mode": mode, "seconds": seconds, "ok": ok,
                  "bytes": after["bytes"] - before["bytes"],
-                 "requests": after["requests"] - before["requests"]}
+                 "requests": after["requests"] - before["requests"],
+                 "phases": phases(run_dir / "run")}
         fleet.log(f"  {size} node(s), --fetch {mode}: {seconds:.2f} s, "
                   f"{entry['bytes'] / 1e6:.2f} MB in {entry['requests']} requests, ok={ok}")
         return entry
@@ -110,6 +137,23 @@ def report(entries, arguments, info, upgrade_version):
             if entry:
                 lines.append(f"| {size} | `{mode}` | {entry['seconds']:.2f} | "
                              f"{entry['bytes'] / 1e6:.2f} | {entry['requests']} | {entry['ok']} |")
+    names = []
+    for entry in entries:
+        names += [name for name in entry.get("phases", {}) if name not in names]
+    lines += ["", "Where a node's time goes: seconds from each phase's line in the node's log "
+              "to the next (`connecting`, `probing`, then each step), mean over the fleet's "
+              "nodes (largest in brackets).", "",
+              "| nodes | mode | " + " | ".join(names) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in names) + " |"]
+    for size in sizes:
+        for mode in arguments.modes:
+            entry = by.get((size, mode))
+            if entry:
+                cells = []
+                for name in names:
+                    phase = entry.get("phases", {}).get(name)
+                    cells.append(f"{phase['mean']:.2f} ({phase['max']:.2f})" if phase else "")
+                lines.append(f"| {size} | `{mode}` | " + " | ".join(cells) + " |")
     lines += ["", "Ratios (one run each):", ""]
     for mode in arguments.modes:
         first = by.get((sizes[0], mode))

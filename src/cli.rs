@@ -103,7 +103,7 @@ pub enum Command {
     Apply(ApplyArgs),
     /// Run only the manifest's verification launch on a node: idle GPUs, detached start, log watched to ready or failure, health, stop.
     Verify(VerifyArgs),
-    /// Whether a node matches a manifest now, and what its last apply did (from the node's journal). Exit 1 when it differs.
+    /// Whether a node matches a manifest now, and what its last apply did (from the node's journal). Exit 1 when it differs. Who fetches the files (`--fetch`, `cuda_upgrade_fetch`) does not change what it shows.
     Status(StatusArgs),
     /// Undo a node's last apply (or every apply back to `--to RUN`) from its journal: files get their before-images back, the Python environment its earlier packages; toolkits stay. Then probe.
     Rollback(RollbackArgs),
@@ -313,6 +313,9 @@ pub struct PlanArgs {
     /// the pip step.
     #[arg(long = "wheels", value_name = "DIR", conflicts_with = "inventory")]
     pub wheels: Vec<PathBuf>,
+    /// Who downloads the locked files: the plan shows what is sent to the node.
+    #[command(flatten)]
+    pub fetch: FetchArgs,
     /// Exit 0 when there is nothing to do, 2 when the plan has changes, 1 on an error or
     /// a blocked step (Terraform's `-detailed-exitcode`, for CI). With `-i`: 0 when every
     /// node is converged, 2 when some have changes and none is blocked or unreachable, 1
@@ -443,12 +446,9 @@ pub struct ApplyArgs {
     /// before taking it. Only when that apply is known to be gone.
     #[arg(long)]
     pub break_lock: bool,
-    /// Who downloads the locked files: `node` (each node from the indexes) or
-    /// `controller` (this machine, once per file, sending each node what it lacks;
-    /// nodes need no route to any index). With `-i`, a host's `cuda_upgrade_fetch`
-    /// variable overrides it.
-    #[arg(long, value_name = "controller|node", default_value_t = crate::steps::FetchMode::Node)]
-    pub fetch: crate::steps::FetchMode,
+    /// Who downloads the locked files.
+    #[command(flatten)]
+    pub fetch: FetchArgs,
     /// Apply without asking (scripts, CI, recipes). Without it, `apply` shows the plan
     /// on a terminal and asks; with no terminal to ask on, it refuses.
     #[arg(short = 'y', long)]
@@ -508,6 +508,18 @@ pub struct RollbackArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,
+}
+
+/// Who downloads the locked files (`plan`, `apply`).
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// Who downloads the locked files: `node` (each node from the indexes) or
+    /// `controller` (this machine, once per file, sending each node what it lacks, and
+    /// before a change the wheels of the versions it replaces, kept on the node for a
+    /// rollback; nodes need no route to any index). With `-i`, a host's
+    /// `cuda_upgrade_fetch` variable overrides it.
+    #[arg(long, value_name = "controller|node", default_value_t = crate::steps::FetchMode::Node)]
+    pub fetch: crate::steps::FetchMode,
 }
 
 /// `upgrade status MANIFEST (--local | --host H | -i INVENTORY)`

@@ -883,9 +883,9 @@ fn upgrade_with_index(testbed: &Testbed, index: &str, args: &[&str]) -> Output {
 /// See: issue 17, item 4: nodes whose network namespace has no route to the indexes
 /// (served on the controller's own loopback) and that hold no copy of the repository
 /// converge with `--fetch controller`: the wheels wait in the root-only staging directory,
-/// the source comes as a git bundle; the journal records the run; a second apply (the
-/// mode from the host variable) is all no-op; rollback restores the files it wrote (the
-/// earlier packages need an index, and the rollback says so).
+/// the source comes as a git bundle with the wheels of its build requirements; the journal records the run; a second apply (the
+/// mode from the host variable) is all no-op; rollback restores the exact pre-apply
+/// `pip freeze` and files from the wheels the controller kept on the node.
 #[test]
 fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
     if skip("nodes_without_a_route_to_the_index_converge_when_the_controller_fetches") {
@@ -895,6 +895,29 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
     // The repository stays on the controller: nodes get a bundle of its pinned tag.
     let testbed = Testbed::up(&["cuda12.8", "cuda12.8"]).unwrap();
     let repo = sglang_repository(&work);
+    // Its build needs a wheel of the index, which the controller sends too.
+    let pyproject = repo.join("python/pyproject.toml");
+    let original = std::fs::read_to_string(&pyproject).unwrap();
+    std::fs::write(
+        &pyproject,
+        original.replace(
+            "requires = []",
+            "requires = [\"nvidia-nvtx-cu12==12.8.90\"]",
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["commit", "-qam", "build requirement"][..],
+        &["tag", "-f", "v0.5.9"],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    }
     // The same fixtures, served where only the controller reaches them.
     let server = common::testbed::IndexServer::start().unwrap();
     let bridged = testbed
@@ -998,6 +1021,13 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
             bundles.contains("sglang.bundle\nno-repository"),
             "{host}: {bundles}"
         );
+        let build = testbed
+            .ssh_ok(host, "ls /var/tmp/cuda-upgrade/build/sglang")
+            .unwrap();
+        assert!(
+            build.contains("nvidia_nvtx_cu12-12.8.90-"),
+            "{host}: {build}"
+        );
         let journal = testbed
             .ssh_ok(host, "cat /var/lib/cuda-upgrade/journal.jsonl")
             .unwrap();
@@ -1030,8 +1060,19 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         "{report:#}"
     );
 
-    // Rollback undoes the run's files; the earlier packages are reinstalled from the
-    // indexes, which these nodes cannot reach: the rollback says so and keeps them.
+    // Before changing the environment the controller sent the wheels of the versions
+    // the run replaced; they stay on the node, root-only, for a rollback.
+    let kept = testbed
+        .ssh_ok(
+            "node0",
+            "stat -c '%U %a' /var/lib/cuda-upgrade/before-images/wheels; ls /var/lib/cuda-upgrade/before-images/wheels",
+        )
+        .unwrap();
+    assert!(kept.starts_with("root 700\n"), "{kept}");
+    assert!(kept.contains("torch-2.9.1-"), "{kept}");
+
+    // Rollback undoes the run's files and reinstalls the earlier packages from the
+    // wheels kept on the node, which reaches no index: the exact pre-apply state.
     let output = upgrade_with_index(
         &testbed,
         &default_index,
@@ -1049,27 +1090,16 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
     );
     let rollback: serde_json::Value =
         serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
-    let files = |state: &str| -> Vec<String> {
-        state
-            .lines()
-            .filter(|line| line.contains("/etc/ld.so.conf") || line.contains("sitecustomize"))
-            .map(str::to_string)
-            .collect()
-    };
-    assert_eq!(
-        files(&restorable_state(&testbed, "node0")),
-        files(&before),
-        "{rollback:#}"
-    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(restorable_state(&testbed, "node0"), before, "{rollback:#}");
     let node0 = &rollback["nodes"][0]["rollback"];
     assert!(
         node0["removed"].to_string().contains("/etc/ld.so.conf.d/"),
         "{rollback:#}"
     );
+    assert_eq!(node0["kept"], serde_json::json!([]), "{rollback:#}");
     assert!(
-        node0["kept"]
-            .to_string()
-            .contains("pip install of the earlier packages failed"),
+        node0["installed"].to_string().contains("torch===2.9.1"),
         "{rollback:#}"
     );
 }

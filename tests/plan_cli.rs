@@ -7,12 +7,21 @@
 mod common;
 
 use std::path::Path;
+use std::process::Output;
 
 use common::cli::{H200_FACTS, SEED, command, on_h200, stderr, stdout, upgrade, venv_manifest};
 
 /// A snapshot with one release of torch, 2.9.1, hashed: the H200's venv has 2.11.0.
 fn torch_snapshot(dir: &Path) -> std::path::PathBuf {
     common::cli::torch_snapshot(dir, "snapshot", &["2.9.1"])
+}
+
+/// `plan MANIFEST --facts H200 --snapshot SNAPSHOT EXTRA…`.
+fn plan_on_h200(manifest: &Path, snapshot: &Path, extra: &[&str]) -> Output {
+    let snapshot = snapshot.display().to_string();
+    let mut args = vec!["--snapshot", snapshot.as_str()];
+    args.extend_from_slice(extra);
+    on_h200("plan", manifest, &args)
 }
 
 const TORCH_ONLY: &str = "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==2.9.1\"\n";
@@ -72,6 +81,32 @@ fn detailed_exitcode_tells_nothing_to_do_from_changes() {
     assert_eq!(plan(&missing, false).status.code(), Some(2));
 }
 
+/// See: issue 17 — `plan --fetch controller` shows what `apply --fetch controller` does:
+/// the file sent from the controller and pip installing without an index.
+#[test]
+fn plan_shows_what_the_controller_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(dir.path(), "sent", TORCH_ONLY);
+    let snapshot = torch_snapshot(dir.path());
+    let plan = |fetch: &str| {
+        let output = plan_on_h200(&manifest, &snapshot, &["--fetch", fetch]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let sent = plan("controller");
+    assert!(
+        sent.contains("send torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl from index `local`")
+            && sent.contains("fetched once on the controller")
+            && sent.contains("--no-index --find-links /var/tmp/cuda-upgrade/wheels"),
+        "{sent}"
+    );
+    let fetched = plan("node");
+    assert!(
+        !fetched.contains("fetched once on the controller") && !fetched.contains("--no-index"),
+        "{fetched}"
+    );
+}
+
 /// The venv holds torch 2.11.0 and 195 other packages; the lock names torch 2.9.1 only.
 /// The header counts every removal, the downgrade is listed by name, and JSON carries
 /// every list in full.
@@ -80,11 +115,7 @@ fn downgrades_and_removals_are_always_shown() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = venv_manifest(dir.path(), "downgrade", TORCH_ONLY);
     let snapshot = torch_snapshot(dir.path());
-    let plan = |extra: &[&str]| {
-        let mut args = vec!["--snapshot", snapshot.to_str().unwrap()];
-        args.extend_from_slice(extra);
-        on_h200("plan", &manifest, &args)
-    };
+    let plan = |extra: &[&str]| plan_on_h200(&manifest, &snapshot, extra);
     let output = plan(&[]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}{}", stderr(&output));
@@ -140,11 +171,7 @@ fn a_manifest_can_keep_unlocked_packages() {
         &format!("  keep_unlocked_packages: true\n{TORCH_ONLY}"),
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = on_h200(
-        "plan",
-        &manifest,
-        &["--snapshot", snapshot.to_str().unwrap(), "--format", "json"],
-    );
+    let output = plan_on_h200(&manifest, &snapshot, &["--format", "json"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["summary"]["packages"]["remove"], 0, "{json}");
@@ -322,11 +349,7 @@ fn json_on_every_failure() {
         "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \"==9.9.9\"\n",
     );
     let snapshot = torch_snapshot(dir.path());
-    let output = on_h200(
-        "plan",
-        &manifest,
-        &["--snapshot", snapshot.to_str().unwrap(), "--format", "json"],
-    );
+    let output = plan_on_h200(&manifest, &snapshot, &["--format", "json"]);
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["ok"], false, "{json}");

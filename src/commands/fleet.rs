@@ -104,6 +104,7 @@ pub fn plan(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         snapshot: args.snapshot.as_deref(),
         live: live.as_ref(),
         hash_command: &hash_command,
+        fetch: args.fetch.fetch,
     };
     let targets = targets(&selected.hosts);
     let outcome = runtime()?.block_on(fleet::plan::plan_fleet(&targets, &base, &options))?;

@@ -18,7 +18,7 @@ use crate::facts::NodeFacts;
 use crate::plan;
 use crate::printer::Printer;
 use crate::resolve::Lock;
-use crate::steps::{FetchMode, StepKind};
+use crate::steps::StepKind;
 use crate::text::text_value;
 
 /// Plan the node and print (and optionally save) the plan.
@@ -63,7 +63,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         &lock,
         &urls,
         &hash_command,
-        FetchMode::Node,
+        args.fetch.fetch,
     )?;
     for variable in &unset {
         node_plan.warnings.push(format!(

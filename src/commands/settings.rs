@@ -41,7 +41,7 @@ pub(super) fn apply_options<'a>(
         context,
         holder,
         break_lock: args.break_lock,
-        fetch: args.fetch,
+        fetch: args.fetch.fetch,
         confirm: None,
         drain: None,
         rollback_on_failure: args.rollout.rollback_on_failure,

@@ -14,6 +14,7 @@
 mod drain;
 mod error;
 pub mod init;
+mod keep;
 mod live;
 mod node;
 mod pinned;
@@ -87,8 +88,8 @@ pub struct Prepared {
     /// The universe and rules it resolves against, read once for every node of a run
     /// (a fleet's nodes share them).
     inputs: Arc<OnceLock<Arc<(Universe, RuleSet)>>>,
-    /// What a run learns once for all its nodes: the index URLs and each distinct
-    /// node environment's lock.
+    /// What a run learns once for all its nodes: the index URLs, each distinct node
+    /// environment's lock, the project pages read for kept wheels.
     shared: Arc<Shared>,
 }
 
@@ -100,6 +101,8 @@ struct Shared {
     /// The lock of each distinct environment resolved on the snapshot: nodes alike in
     /// every fact the resolver reads get the same lock, so it is resolved once.
     locks: std::sync::Mutex<Vec<(TargetEnvironment, Arc<Lock>)>>,
+    /// Project pages read to keep the wheels of replaced versions (`--fetch controller`).
+    pages: keep::Pages,
 }
 
 impl Prepared {

@@ -14,6 +14,7 @@ use crate::exec::journal::{self, JournalEntry, JournalEvent, JournalStep, Writte
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
 use crate::exec::node_lock::{LockHolder, NodeLock};
 use crate::exec::{ApplyContext, Reporter, StepFailure, StepOutcome, apply_step_writing};
+use crate::facts::NodeFacts;
 use crate::plan::NodePlan;
 use crate::resolve::Lock;
 use crate::steps::{Action, Step, StepKind};
@@ -499,8 +500,9 @@ impl Run<'_> {
     }
 
     /// Keep the environment's packages before the run's first change to them, for a
-    /// rollback (an interpreter that cannot list them yet keeps nothing).
-    async fn keep_environment(&self) -> Result<(), ConvergeError> {
+    /// rollback (an interpreter that cannot list them yet keeps nothing); with `--fetch
+    /// controller`, the wheels of those `lock` replaces too ([`super::keep`]).
+    async fn keep_environment(&self, facts: &NodeFacts, lock: &Lock) -> Result<(), ConvergeError> {
         let Some(images) = &self.options.context.before_images else {
             return Ok(());
         };
@@ -510,9 +512,30 @@ impl Run<'_> {
             .map(|url| crate::manifest::redact_url(url))
             .collect();
         let python = &self.prepared.manifest.target.python;
-        let Ok(image) = environment::capture(self.transport, python, images, urls).await else {
+        let Ok((mut image, before)) =
+            environment::capture(self.transport, python, images, urls).await
+        else {
             return Ok(());
         };
+        if self.options.fetch == crate::steps::FetchMode::Controller {
+            let tags = facts
+                .python
+                .as_ref()
+                .map_or(&[][..], |python| &python.tags[..]);
+            let keep_unlocked = self.prepared.manifest.target.keep_unlocked_packages;
+            let replaced = super::keep::replaced(&before, lock, keep_unlocked);
+            let kept = super::keep::keep(
+                self.transport,
+                &self.prepared.shared.pages,
+                &replaced,
+                tags,
+                self.urls,
+                &self.options.context.cache_dir,
+            )
+            .await;
+            image.wheels = Some(PathBuf::from(super::keep::KEPT_WHEELS_DIR));
+            image.not_kept = kept.not_kept;
+        }
         let entry = JournalEntry {
             environment: Some(image),
             ..self.entry(JournalEvent::Environment)
@@ -595,7 +618,7 @@ impl Run<'_> {
             self.journal_start(journaled).await?;
             if matches!(step.kind, StepKind::PipPins | StepKind::SourceInstall) && !environment_kept
             {
-                self.keep_environment().await?;
+                self.keep_environment(&fresh, &lock).await?;
                 environment_kept = true;
             }
             let (outcome, written) = apply_step_writing(transport, &step, options.context).await?;

@@ -3,7 +3,8 @@
 //! but only while it still holds what the run wrote: a file changed since is kept and
 //! named. The Python environment returns to the packages it had before the oldest undone
 //! run (`pip freeze --all` then), installed `--no-deps` from the indexes recorded with
-//! it. `ldconfig` runs when a linker file changed. Toolkits stay (they live side by side
+//! it, or from the wheels the run kept on the node (`--fetch controller`, see
+//! `keep`). `ldconfig` runs when a linker file changed. Toolkits stay (they live side by side
 //! in their own prefixes). Each undone run is journaled as rolled back, so the next
 //! rollback goes one run further.
 
@@ -313,7 +314,17 @@ async fn restore_environment(
             "--no-input",
             "--disable-pip-version-check",
         ]);
-        // Indexes whose credentials were masked are left to pip's own configuration.
+        // The wheels kept on the node (`--fetch controller`) first; the indexes only for
+        // what was not kept (indexes whose credentials were masked are left to pip's own
+        // configuration).
+        if let Some(wheels) = &image.wheels {
+            command = command
+                .arg("--find-links")
+                .arg(wheels.display().to_string());
+            if super::keep::covers(&image.not_kept, &install) {
+                command = command.arg("--no-index");
+            }
+        }
         let urls: Vec<&String> = image
             .index_urls
             .iter()
@@ -337,8 +348,13 @@ async fn restore_environment(
             outcome.installed = install;
         } else {
             outcome.ok = false;
+            let not_kept = if image.not_kept.is_empty() {
+                String::new()
+            } else {
+                format!(" (not kept on the node: {})", image.not_kept.join("; "))
+            };
             outcome.kept.push(format!(
-                "pip install of the earlier packages failed: {}",
+                "pip install of the earlier packages failed{not_kept}: {}",
                 output.tail(5)
             ));
         }

@@ -13,6 +13,7 @@ use crate::transport::{
     download, mask,
 };
 
+use super::send::{deliver, held};
 use super::{ExecError, gather_facts};
 
 /// How many lines of a failing command's output a report shows.
@@ -83,9 +84,19 @@ pub async fn apply_step_writing(
     let secrets: Vec<&str> = context.secrets.iter().map(String::as_str).collect();
     let secrets = secrets.as_slice();
     let mut written = Vec::new();
+    // The files to send that the node holds already: one question for the whole step.
+    let sent: Vec<(&std::path::Path, &crate::manifest::Sha256)> = step
+        .operations
+        .iter()
+        .filter_map(|operation| match operation {
+            Operation::FetchIndexFile { path, sha256, .. } => Some((path.as_path(), sha256)),
+            _ => None,
+        })
+        .collect();
+    let held = held(transport, &sent).await?;
     for operation in &step.operations {
         if let Some(failure) =
-            run_operation(transport, operation, context, secrets, &mut written).await?
+            run_operation(transport, operation, context, secrets, &held, &mut written).await?
         {
             return Ok((StepOutcome::Failed(failure), written));
         }
@@ -116,6 +127,7 @@ async fn run_operation(
     operation: &Operation,
     context: &ApplyContext,
     secrets: &[&str],
+    held: &std::collections::HashSet<PathBuf>,
     written: &mut Vec<Written>,
 ) -> Result<Option<StepFailure>, ExecError> {
     match operation {
@@ -172,32 +184,44 @@ async fn run_operation(
             sha256,
             path,
         } => {
-            if node_has(transport, path, sha256).await? {
+            if held.contains(path) {
                 return Ok(None);
             }
-            let local = match download::cached(file, sha256, &context.cache_dir).await {
-                Some(local) => local,
-                None => {
-                    let url = index_file_url(index, index_url, project, file).await?;
-                    download::fetch_as(url.as_str(), file, sha256, &context.cache_dir).await?
-                }
-            };
-            let placement = Placement::Staged { mode: 0o644 };
-            written.push(
-                transport
-                    .write_file(Stdin::File(&local), &context.spec(placement, path))
-                    .await?,
-            );
+            let spec = context.spec(Placement::Staged { mode: 0o644 }, path);
+            let sent = deliver(transport, file, sha256, &context.cache_dir, &spec, || {
+                index_file_url(index, index_url, project, file)
+            })
+            .await?;
+            written.push(sent);
             Ok(None)
         }
-        Operation::GitBundle { url, rev, path } => {
-            let local = download::git_bundle(url, rev, &context.cache_dir).await?;
+        Operation::GitBundle {
+            url,
+            rev,
+            path,
+            build,
+        } => {
+            let bundle = download::git_bundle(url, rev, &context.cache_dir).await?;
             let placement = Placement::Staged { mode: 0o600 };
             written.push(
                 transport
-                    .write_file(Stdin::File(&local), &context.spec(placement, path))
+                    .write_file(Stdin::File(&bundle.path), &context.spec(placement, path))
                     .await?,
             );
+            if let Some(build) = build {
+                let spec =
+                    |path: &std::path::Path| context.spec(Placement::Staged { mode: 0o644 }, path);
+                written.extend(
+                    super::build_requirements::send(
+                        transport,
+                        &context.cache_dir,
+                        &spec,
+                        &bundle,
+                        build,
+                    )
+                    .await?,
+                );
+            }
             Ok(None)
         }
         Operation::ReplaceBlock {
@@ -249,20 +273,6 @@ async fn run_operation(
             Ok(None)
         }
     }
-}
-
-/// `true` when the node already holds a file of this digest at `path` (a copy sent by
-/// an earlier run): nothing is sent again.
-async fn node_has(
-    transport: &Transport,
-    path: &std::path::Path,
-    sha256: &crate::manifest::Sha256,
-) -> Result<bool, ExecError> {
-    let command = NodeCommand::new("sha256sum")
-        .arg("--")
-        .arg(path.display().to_string());
-    let output = transport.run(&command, None).await?;
-    Ok(output.success() && output.stdout_text().split_whitespace().next() == Some(sha256.as_str()))
 }
 
 /// The URL of `file` on the index's project page of `project`.

@@ -31,13 +31,13 @@ pub async fn freeze(transport: &Transport, python: &Path) -> Result<Vec<u8>, Tra
 }
 
 /// Keep the environment's packages now as a before-image in `images` and return what
-/// the journal records of them.
+/// the journal records of them, with the bytes of the `pip freeze --all` kept.
 pub async fn capture(
     transport: &Transport,
     python: &Path,
     images: &Path,
     index_urls: Vec<String>,
-) -> Result<EnvironmentImage, TransportError> {
+) -> Result<(EnvironmentImage, Vec<u8>), TransportError> {
     let bytes = freeze(transport, python).await?;
     let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
     let spec = WriteSpec {
@@ -50,11 +50,14 @@ pub async fn capture(
     transport
         .write_file(crate::transport::Stdin::Bytes(&bytes), &spec)
         .await?;
-    Ok(EnvironmentImage {
+    let image = EnvironmentImage {
         python: python.to_path_buf(),
         freeze: digest,
         index_urls,
-    })
+        wheels: None,
+        not_kept: Vec::new(),
+    };
+    Ok((image, bytes))
 }
 
 /// The image's file on the node.

@@ -12,6 +12,19 @@ pub enum ExecError {
     /// A file for the node could not be fetched or verified.
     #[error(transparent)]
     Download(#[from] crate::transport::download::DownloadError),
+    /// The build requirements of a source install could not be fetched on the
+    /// controller (`--fetch controller`).
+    #[error(
+        "Failed to fetch the build requirements of `{package}` ({requires}) on the controller for this node: {reason}"
+    )]
+    BuildRequirements {
+        /// e.g. `sglang`.
+        package: String,
+        /// e.g. `setuptools>=61, wheel`.
+        requires: String,
+        /// What pip reported (credentials masked).
+        reason: String,
+    },
     /// A locked file could not be found on its index (`--fetch controller`).
     #[error("Failed to find `{file}` on index `{index}`: {reason}")]
     IndexFile {

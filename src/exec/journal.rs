@@ -43,6 +43,13 @@ pub struct EnvironmentImage {
     pub freeze: String,
     /// The manifest's index URLs (credentials masked: a masked URL is not used again).
     pub index_urls: Vec<String>,
+    /// Where the node keeps the wheels of the packages the run replaced (`--fetch
+    /// controller`): a rollback installs from there with `--no-index`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wheels: Option<PathBuf>,
+    /// Replaced packages whose wheel could not be kept, each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_kept: Vec<String>,
 }
 
 /// A file a step wrote, e.g. `/usr/lib/python3.12/sitecustomize.py` →

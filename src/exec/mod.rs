@@ -4,6 +4,7 @@
 //! verification launch) run here too. Everything before the executor is pure.
 
 mod apply;
+mod build_requirements;
 pub mod environment;
 mod error;
 mod facts;
@@ -12,6 +13,7 @@ pub mod launch;
 mod node;
 pub mod node_lock;
 mod reporter;
+mod send;
 pub mod service;
 
 pub use apply::{
@@ -21,3 +23,4 @@ pub use error::ExecError;
 pub use facts::gather_facts;
 pub use node::{NodeSelection, connect};
 pub use reporter::{QuietReporter, Reporter};
+pub use send::{deliver, held};

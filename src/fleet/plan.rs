@@ -32,6 +32,8 @@ pub struct PlanOptions<'a> {
     /// The command line that records the digests a lock lacks, e.g. `upgrade index hash
     /// m.yaml --host NODE`.
     pub hash_command: &'a str,
+    /// Who downloads the locked files (`--fetch`); a host's variable overrides it.
+    pub fetch: FetchMode,
 }
 
 /// Where a node stands against the manifest.
@@ -189,7 +191,7 @@ async fn plan_node(
                 &lock,
                 urls,
                 options.hash_command,
-                fetch_mode(target, FetchMode::Node),
+                fetch_mode(target, options.fetch),
             )
         });
     match planned {

@@ -205,17 +205,17 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         steps.push(pip.step);
         packages = Some(pip.packages);
     }
-    // Build requirements of source installs come from the first open index; a node
-    // whose files the controller fetches reaches none.
-    let build_index = match fetch {
-        steps::FetchMode::Controller => Some(steps::source::NO_INDEX),
-        steps::FetchMode::Node => manifest
-            .indexes
-            .iter()
-            .find(|index| !index.explicit)
-            .and_then(|index| index_urls.get(&index.name))
-            .map(String::as_str),
-    };
+    // Build requirements of source installs come from the first open index (through
+    // the controller with `--fetch controller`).
+    let build_index = manifest
+        .indexes
+        .iter()
+        .find(|index| !index.explicit)
+        .and_then(|index| {
+            index_urls
+                .get(&index.name)
+                .map(|url| (index.name.as_str(), url.as_str()))
+        });
     for package in &manifest.packages {
         if let PackageOrigin::Git(git) = &package.origin {
             steps.push(steps::source::plan(

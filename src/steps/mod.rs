@@ -132,6 +132,25 @@ impl fmt::Display for FetchMode {
     }
 }
 
+/// The build requirements of a source install, sent from the controller: pip on the
+/// controller downloads their wheels for the node's tags (once per set, kept in its
+/// cache) and the node builds with `--no-index --find-links DIR`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildRequirements {
+    /// The package built, e.g. `sglang`.
+    pub package: String,
+    /// Where its `pyproject.toml` is in the repository, e.g. `python`; `None`: the root.
+    pub subdirectory: Option<String>,
+    /// The index to download from, e.g. `default`.
+    pub index: String,
+    /// Its URL (may carry credentials: never shown).
+    pub index_url: String,
+    /// The node's wheel tags, most preferred first.
+    pub tags: Vec<String>,
+    /// Where the wheels go on the node, e.g. `/var/tmp/cuda-upgrade/build/sglang`.
+    pub dir: PathBuf,
+}
+
 /// Where secret values of the env step live on the node: root-only files in a
 /// root-owned 0700 directory, read by the managed block at interpreter start.
 pub const SECRETS_DIR: &str = "/etc/cuda-upgrade/secrets";
@@ -230,6 +249,8 @@ pub enum Operation {
         rev: String,
         /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/bundles/sglang.bundle`.
         path: PathBuf,
+        /// The wheels of the build requirements to send with it (`--fetch controller`).
+        build: Option<BuildRequirements>,
     },
     /// Replace (or append) the managed block of a file, keeping every other byte;
     /// creates the file when missing. A file whose markers do not pair up is refused.
@@ -295,11 +316,26 @@ impl Operation {
                 "send {file} from index `{index}` (sha256 {sha256}, fetched once on the controller) to {}",
                 path.display()
             ),
-            Self::GitBundle { url, rev, path } => format!(
-                "send a git bundle of {}@{rev}, made on the controller, to {}",
-                crate::manifest::redact_url(url),
-                path.display()
-            ),
+            Self::GitBundle {
+                url,
+                rev,
+                path,
+                build,
+            } => {
+                let mut text = format!(
+                    "send a git bundle of {}@{rev}, made on the controller, to {}",
+                    crate::manifest::redact_url(url),
+                    path.display()
+                );
+                if let Some(build) = build {
+                    text.push_str(&format!(
+                        ", and the wheels of its build requirements (its pyproject.toml's `[build-system] requires`), downloaded on the controller from index `{}` for this node's tags, to {}",
+                        build.index,
+                        build.dir.display()
+                    ));
+                }
+                text
+            }
             Self::RemoveBlock { path, .. } => format!(
                 "remove the managed block of {} (links followed; owner, mode and every other byte kept)",
                 path.display()

@@ -21,7 +21,7 @@ use super::{
 };
 
 /// Packages that belong to the environment itself and are never removed.
-const TOOLING: &[&str] = &["pip", "setuptools", "wheel"];
+pub const TOOLING: &[&str] = &["pip", "setuptools", "wheel"];
 
 /// Failed to plan the pip step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -155,8 +155,7 @@ pub struct PipPlan {
 /// `hash_command` is the command that records missing digests (the step blocks with it,
 /// plus `--package NAME`, when a locked file has no sha256). With
 /// [`FetchMode::Controller`] the node reaches no index: the controller sends it the
-/// files and pip installs them with `--no-index --find-links`.
-/// plus `--package NAME`, when a locked file has no sha256). Installed packages the
+/// files and pip installs them with `--no-index --find-links`. Installed packages the
 /// lock does not name are removed unless `keep_unlocked` (`target.keep_unlocked_packages`).
 pub fn plan(
     lock: &Lock,

@@ -11,7 +11,10 @@ use crate::facts::NodeFacts;
 use crate::manifest::{GitSource, has_credentials, redact_url};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
-use super::{Action, FetchMode, Operation, Placement, SECRETS_DIR, Step, StepKind, Verification};
+use super::{
+    Action, BuildRequirements, FetchMode, Operation, Placement, SECRETS_DIR, Step, StepKind,
+    Verification,
+};
 
 /// Where checkouts live on the node.
 pub const CHECKOUT_DIR: &str = "/var/lib/cuda-upgrade/src";
@@ -38,9 +41,10 @@ pub enum SourceError {
 }
 
 /// Fetch, check out, patch, install, record. Arguments: url rev checkout python
-/// subdirectory record package index-url git-url-file index-url-file patch... The build
-/// runs isolated, its build requirements from the index (empty: pip's own configuration
-/// on the node; [`NO_INDEX`]: no index at all).
+/// subdirectory record package index-url git-url-file index-url-file find-links
+/// patch... The build runs isolated, its build requirements from the index (empty: pip's
+/// own configuration on the node; [`NO_INDEX`]: no index at all) and from the
+/// `find-links` directory the controller sent them to (empty: none).
 ///
 /// A URL with credentials never appears on a command line: `url` and `index-url` are
 /// then the masked forms, and the real ones are read from root-only files (removed at
@@ -49,7 +53,7 @@ pub enum SourceError {
 /// `PIP_INDEX_URL`. Every value git reads as an argument comes after `--` or
 /// `--end-of-options`.
 const INSTALL_SCRIPT: &str = r#"set -eu
-url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; index_url=$8; git_url_file=$9; index_url_file=${10}; shift 10
+url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; index_url=$8; git_url_file=$9; index_url_file=${10}; find_links=${11}; shift 11
 if [ -n "$git_url_file" ]; then
     real_url=$(cat -- "$git_url_file"); rm -f -- "$git_url_file"
     GIT_CONFIG_COUNT=1; GIT_CONFIG_KEY_0="url.$real_url.insteadOf"; GIT_CONFIG_VALUE_0=$url
@@ -82,7 +86,7 @@ for patch in "$@"; do
     fi
 done
 commit=$(git -C "$checkout" rev-parse HEAD)
-"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${no_index:+--no-index} ${index_url:+--index-url "$index_url"} -- "$checkout/$subdirectory"
+"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${no_index:+--no-index} ${index_url:+--index-url "$index_url"} ${find_links:+--find-links "$find_links"} -- "$checkout/$subdirectory"
 mkdir -p -- "$(dirname -- "$record")"
 "$python" - "$record" "$package" "$url" "$rev" "$commit" "$subdirectory" "$python" "$@" <<'PYTHON'
 import hashlib, json, os, sys
@@ -107,7 +111,7 @@ pub fn plan(
     git: &GitSource,
     python: &Path,
     manifest_dir: &Path,
-    build_index: Option<&str>,
+    build_index: Option<(&str, &str)>,
     facts: &NodeFacts,
     fetch: FetchMode,
 ) -> Result<Step, SourceError> {
@@ -182,7 +186,7 @@ pub fn plan(
             staged.push(remote.display().to_string());
             operations.push(Operation::staged(remote, content));
         }
-        let build_index = build_index.unwrap_or_default();
+        let mut find_links = String::new();
         let git_url_file = match fetch {
             FetchMode::Node => secret_file(
                 &mut operations,
@@ -193,10 +197,29 @@ pub fn plan(
                 let bundle = PathBuf::from(super::STAGING_DIR)
                     .join("bundles")
                     .join(format!("{package}.bundle"));
+                let build = build_index.map(|(index, index_url)| {
+                    let dir = PathBuf::from(super::STAGING_DIR)
+                        .join("build")
+                        .join(package);
+                    find_links = dir.display().to_string();
+                    BuildRequirements {
+                        package: package.to_string(),
+                        subdirectory: git.subdirectory.clone(),
+                        index: index.to_string(),
+                        index_url: index_url.to_string(),
+                        tags: facts
+                            .python
+                            .as_ref()
+                            .map(|python| python.tags.clone())
+                            .unwrap_or_default(),
+                        dir,
+                    }
+                });
                 operations.push(Operation::GitBundle {
                     url: git.url.clone(),
                     rev: git.rev.clone(),
                     path: bundle.clone(),
+                    build,
                 });
                 let path = PathBuf::from(SECRETS_DIR).join(format!("source-{package}.git-url"));
                 operations.push(Operation::Upload {
@@ -206,6 +229,11 @@ pub fn plan(
                 });
                 path.display().to_string()
             }
+        };
+        // A node whose files the controller fetches reaches no index.
+        let build_index = match fetch {
+            FetchMode::Node => build_index.map(|(_, url)| url).unwrap_or_default(),
+            FetchMode::Controller => NO_INDEX,
         };
         let index_url_file = secret_file(
             &mut operations,
@@ -231,6 +259,7 @@ pub fn plan(
                 })
                 .arg(git_url_file)
                 .arg(index_url_file)
+                .arg(find_links)
                 .args(staged)
                 .bounded(INSTALL_BOUND),
         ));
@@ -298,7 +327,7 @@ mod tests {
             &git,
             Path::new("/opt/env/bin/python3"),
             Path::new("."),
-            Some(&index),
+            Some(("default", &index)),
             &facts(),
             FetchMode::Node,
         )
@@ -368,7 +397,7 @@ mod tests {
             .arg(&checkout)
             .args(["python3", "", "/nonexistent", "pkg", ""])
             .arg(&secret)
-            .arg("")
+            .args(["", ""])
             .output()
             .unwrap();
         assert!(

@@ -68,7 +68,7 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> DownloadError + '_ {
 }
 
 /// The lock of one cache file's download in this process.
-fn in_flight(path: &Path) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+pub fn in_flight(path: &Path) -> std::sync::Arc<tokio::sync::Mutex<()>> {
     static FLIGHTS: std::sync::OnceLock<
         std::sync::Mutex<
             std::collections::HashMap<PathBuf, std::sync::Arc<tokio::sync::Mutex<()>>>,
@@ -228,10 +228,41 @@ async fn run_git(
     }
 }
 
+/// A bundle made by [`git_bundle`].
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    /// The bundle file in the cache.
+    pub path: PathBuf,
+    /// The bare clone it was made from.
+    pub repo: PathBuf,
+    /// The commit `rev` names.
+    pub commit: String,
+}
+
+impl Bundle {
+    /// The text of the file at `path` (relative to the repository's root) in the bundled
+    /// commit; `None` when the commit has no such file.
+    pub async fn file(&self, path: &str) -> Option<String> {
+        let failed = |reason: String| DownloadError::Git {
+            url: self.repo.display().to_string(),
+            rev: self.commit.clone(),
+            reason,
+        };
+        let object = format!("{}:{path}", self.commit);
+        let args: [&std::ffi::OsStr; 4] = [
+            "-C".as_ref(),
+            self.repo.as_os_str(),
+            "show".as_ref(),
+            object.as_ref(),
+        ];
+        run_git(&args, &failed).await.ok()
+    }
+}
+
 /// A `git bundle` of `rev` of the repository at `url`, made from a bare clone kept in
-/// `cache_dir/git` (fetched again only when it lacks `rev`); returns the bundle's path.
+/// `cache_dir/git` (fetched again only when it lacks `rev`).
 /// A revision that is a commit rather than a ref is bundled as `refs/heads/pinned`.
-pub async fn git_bundle(url: &str, rev: &str, cache_dir: &Path) -> Result<PathBuf, DownloadError> {
+pub async fn git_bundle(url: &str, rev: &str, cache_dir: &Path) -> Result<Bundle, DownloadError> {
     use std::ffi::OsStr;
     let shown = crate::manifest::redact_url(url);
     let failed = |reason: String| DownloadError::Git {
@@ -332,7 +363,11 @@ pub async fn git_bundle(url: &str, rev: &str, cache_dir: &Path) -> Result<PathBu
     tokio::fs::rename(&partial, &bundle)
         .await
         .map_err(io(&bundle))?;
-    Ok(bundle)
+    Ok(Bundle {
+        path: bundle,
+        repo,
+        commit,
+    })
 }
 
 #[cfg(test)]
