@@ -406,7 +406,8 @@ def one_round(size, contender, work, upgrade, ref, playbook_binary, use_inventor
     state = testbed_up(size, directory)
     try:
         manifest, snapshot = prepare(state, work, upgrade)
-        (Path(work) / "steps-vars.json").write_text(json.dumps(steps_vars(state, work, ref)))
+        if contender == "ansible":
+            (Path(work) / "steps-vars.json").write_text(json.dumps(steps_vars(state, work, ref)))
         baseline = bare_ssh(state)
         results = {"baseline": baseline}
         for phase in ("full", "noop"):
@@ -537,7 +538,8 @@ def main_bench(arguments):
     work.mkdir(parents=True, exist_ok=True)
     log(f"work directory {work}; `-i` {'supported' if use_inventory else 'not supported: per-host runs'}")
     wrapper_dir = wrappers(work / "wrappers")
-    ref = reference(upgrade, work)
+    # What the hand-written playbook needs; upgrade alone needs none of it.
+    ref = reference(upgrade, work) if "ansible" in contenders else None
     runs = {}
     deadline = time.monotonic() + arguments.max_minutes * 60
     for size in arguments.nodes:
