@@ -36,7 +36,7 @@ pub use simple::{MetadataOffer, ProjectFile};
 pub use types::{ClientSettings, IndexLocation, redact};
 
 use self::http::{ByteRange, Http, PageResponse, RangeResponse};
-use self::range::{SparseFile, SparseReader};
+use self::range::{SparseFile, SparseReader, central_directory_start};
 use crate::index::filename::DistFilename;
 use crate::index::metadata::{CoreMetadata, read_wheel_metadata};
 use crate::index::model::{DistFile, Release};
@@ -241,8 +241,28 @@ impl IndexClient {
                 bytes,
             } => (start, total, bytes),
         };
+        // A central directory larger than the tail (1.1 MiB for the 12 000 files of a
+        // `torch` wheel) is fetched whole at once, not in growing windows.
+        let directory = central_directory_start(&bytes).filter(|offset| *offset < start);
         let mut sparse = SparseFile::new(total);
         sparse.add(start, bytes);
+        if let Some(offset) = directory {
+            match self
+                .http
+                .range(
+                    &index.name,
+                    &file.url,
+                    ByteRange::Bounded(offset, start - 1),
+                )
+                .await?
+            {
+                RangeResponse::Partial { start, bytes, .. } => sparse.add(start, bytes),
+                RangeResponse::Full(bytes) => {
+                    return read_wheel_metadata(std::io::Cursor::new(bytes), &file.filename)
+                        .map_err(metadata_error);
+                }
+            }
+        }
         let mut want = TAIL_BYTES;
         for _ in 0..MAX_RANGE_ROUNDS {
             let missing = Cell::new(None);
