@@ -190,17 +190,17 @@ fn resolve_within(
     .into())
 }
 
+/// What one pubgrub run gives.
+type Solved<'a> =
+    Result<pubgrub::SelectedDependencies<ResolverPackage, Version>, PubGrubError<Provider<'a>>>;
+
 /// Run pubgrub over the providers `make` builds until a run is not halted by a package
 /// walked down: each such package is decided early in the next run (`provider::walk`),
 /// so there is at most one run more than there are packages.
-#[allow(clippy::type_complexity)]
 fn solve<'a>(
     make: impl Fn(Vec<ResolverPackage>) -> Provider<'a>,
     early: &mut Vec<ResolverPackage>,
-) -> (
-    Provider<'a>,
-    Result<pubgrub::SelectedDependencies<ResolverPackage, Version>, PubGrubError<Provider<'a>>>,
-) {
+) -> (Provider<'a>, Solved<'a>) {
     loop {
         let provider = make(early.clone());
         let root = provider.root().clone();
