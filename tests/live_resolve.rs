@@ -32,23 +32,7 @@ use support::{Route, Server, Wheel, json_page, serve_wheel, wheel};
 /// `app` allows) but the resolver, deciding `lib` first, never tries it.
 fn fixture_with(capped: bool) -> Server {
     let server = Server::start();
-    let project = |name: &str, wheels: &[Wheel]| {
-        for built in wheels {
-            serve_wheel(&server, built, true);
-        }
-        let listed: Vec<(&Wheel, Option<&str>, bool)> =
-            wheels.iter().map(|built| (built, None, true)).collect();
-        server.route(
-            &format!("/simple/{name}/"),
-            Route {
-                etag: Some(format!("\"{name}-1\"")),
-                ..Route::ok(
-                    "application/vnd.pypi.simple.v1+json",
-                    json_page(name, &listed),
-                )
-            },
-        );
-    };
+    let project = |name: &str, wheels: &[Wheel]| serve_project(&server, name, wheels);
     project(
         "app",
         &[wheel(
@@ -82,6 +66,26 @@ fn fixture_with(capped: bool) -> Server {
     server
 }
 
+/// Serve `wheels` (each with a PEP 658 file) and the PEP 691 page of `name` listing
+/// them, with an `ETag`.
+fn serve_project(server: &Server, name: &str, wheels: &[Wheel]) {
+    for built in wheels {
+        serve_wheel(server, built, true);
+    }
+    let listed: Vec<(&Wheel, Option<&str>, bool)> =
+        wheels.iter().map(|built| (built, None, true)).collect();
+    server.route(
+        &format!("/simple/{name}/"),
+        Route {
+            etag: Some(format!("\"{name}-1\"")),
+            ..Route::ok(
+                "application/vnd.pypi.simple.v1+json",
+                json_page(name, &listed),
+            )
+        },
+    );
+}
+
 fn fixture() -> Server {
     fixture_with(false)
 }
@@ -97,6 +101,21 @@ fn manifest(dir: &Path, server: &Server) -> String {
     )
     .unwrap();
     path.to_str().unwrap().to_string()
+}
+
+/// `upgrade lock --live` of [`manifest`] in `dir`, with a fresh cache there, as JSON.
+fn lock_live(dir: &Path, server: &Server) -> Output {
+    let manifest = manifest(dir, server);
+    let cache = dir.join("cache");
+    upgrade(&[
+        "lock",
+        &manifest,
+        "--live",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
 }
 
 fn upgrade(args: &[&str]) -> Output {
@@ -344,17 +363,7 @@ fn extras_are_read_ahead() {
         );
     }
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), &server);
-    let cache = dir.path().join("cache");
-    let output = upgrade(&[
-        "lock",
-        &manifest,
-        "--live",
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let output = lock_live(dir.path(), &server);
     assert_eq!(pins(&output), ["app==1.0", "kernel==1.0", "kit==1.0"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -404,31 +413,10 @@ fn a_package_walked_down_is_decided_earlier_not_read_to_the_bottom() {
         .collect();
     projects.push(("top", top));
     for (name, wheels) in &projects {
-        for built in wheels {
-            serve_wheel(&server, built, true);
-        }
-        let listed: Vec<(&Wheel, Option<&str>, bool)> =
-            wheels.iter().map(|built| (built, None, true)).collect();
-        server.route(
-            &format!("/simple/{name}/"),
-            Route::ok(
-                "application/vnd.pypi.simple.v1+json",
-                json_page(name, &listed),
-            ),
-        );
+        serve_project(&server, name, wheels);
     }
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), &server);
-    let cache = dir.path().join("cache");
-    let output = upgrade(&[
-        "lock",
-        &manifest,
-        "--live",
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let output = lock_live(dir.path(), &server);
     assert_eq!(
         pins(&output),
         ["accel==1.0", "app==1.0", "num==1.0", "top==12.0"]
