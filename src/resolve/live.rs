@@ -145,6 +145,11 @@ const READ_AHEAD_GRACE: Duration = Duration::from_millis(50);
 /// most `2^5 = 32`.
 const MAX_BATCH_SHIFT: u32 = 5;
 
+/// The first batch of a package walked down below a release already read: `2^2 = 4`
+/// (`numba-cuda` 0.30.4 to 0.30.0 took three runs of about 0.2 s each, one release at
+/// a time).
+const FIRST_WALK_SHIFT: u32 = 2;
+
 /// Resolve `request` for `environment` over what `live` fetches; see the module
 /// documentation.
 pub fn resolve_live(
@@ -220,9 +225,21 @@ pub fn resolve_live(
                 live.wait_projects(names).map_err(client_error)?;
             }
             Miss::Release(name, version) => {
-                // A package missed again is being walked down: read twice as many of
-                // its next versions each time.
-                let misses = walked.entry(name.clone()).or_insert(0_u32);
+                // A package missed below a release already read is being walked down:
+                // read four of its next versions at once, then twice as many each time.
+                let below_read = universe
+                    .indexes
+                    .iter()
+                    .filter_map(|contents| contents.packages.get(name))
+                    .flatten()
+                    .any(|known| {
+                        known.version > *version && !pending.is_unread(name, &known.version)
+                    });
+                let misses = walked.entry(name.clone()).or_insert(if below_read {
+                    FIRST_WALK_SHIFT
+                } else {
+                    0
+                });
                 let count = 1_usize << (*misses).min(MAX_BATCH_SHIFT);
                 *misses += 1;
                 live.want_releases_from(name, version, count);
