@@ -35,23 +35,7 @@ use support::{Route, Server, Wheel, json_page, serve_wheel, wheel};
 /// `app` allows) but the resolver, deciding `lib` first, never tries it.
 fn fixture_with(capped: bool) -> Server {
     let server = Server::start();
-    let project = |name: &str, wheels: &[Wheel]| {
-        for built in wheels {
-            serve_wheel(&server, built, true);
-        }
-        let listed: Vec<(&Wheel, Option<&str>, bool)> =
-            wheels.iter().map(|built| (built, None, true)).collect();
-        server.route(
-            &format!("/simple/{name}/"),
-            Route {
-                etag: Some(format!("\"{name}-1\"")),
-                ..Route::ok(
-                    "application/vnd.pypi.simple.v1+json",
-                    json_page(name, &listed),
-                )
-            },
-        );
-    };
+    let project = |name: &str, wheels: &[Wheel]| serve_project(&server, name, wheels);
     project(
         "app",
         &[wheel(
@@ -85,6 +69,26 @@ fn fixture_with(capped: bool) -> Server {
     server
 }
 
+/// Serve `wheels` (each with a PEP 658 file) and the PEP 691 page of `name` listing
+/// them, with an `ETag`.
+fn serve_project(server: &Server, name: &str, wheels: &[Wheel]) {
+    for built in wheels {
+        serve_wheel(server, built, true);
+    }
+    let listed: Vec<(&Wheel, Option<&str>, bool)> =
+        wheels.iter().map(|built| (built, None, true)).collect();
+    server.route(
+        &format!("/simple/{name}/"),
+        Route {
+            etag: Some(format!("\"{name}-1\"")),
+            ..Route::ok(
+                "application/vnd.pypi.simple.v1+json",
+                json_page(name, &listed),
+            )
+        },
+    );
+}
+
 fn fixture() -> Server {
     fixture_with(false)
 }
@@ -100,6 +104,21 @@ fn manifest(dir: &Path, server: &Server) -> String {
     )
     .unwrap();
     path.to_str().unwrap().to_string()
+}
+
+/// `upgrade lock --live` of [`manifest`] in `dir`, with a fresh cache there, as JSON.
+fn lock_live(dir: &Path, server: &Server) -> Output {
+    let manifest = manifest(dir, server);
+    let cache = dir.join("cache").display().to_string();
+    upgrade_ok(&[
+        "lock",
+        &manifest,
+        "--live",
+        "--cache-dir",
+        &cache,
+        "--format",
+        "json",
+    ])
 }
 
 /// `name==version` of every locked package, in the lock's order.
@@ -317,21 +336,71 @@ fn extras_are_read_ahead() {
         );
     }
     let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), &server);
-    let cache = dir.path().join("cache");
-    let output = upgrade_ok(&[
-        "lock",
-        &manifest,
-        "--live",
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    let output = lock_live(dir.path(), &server);
     assert_eq!(pins(&output), ["app==1.0", "kernel==1.0", "kit==1.0"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("3 projects looked up, 3 releases read, 3 visited, 2 runs"),
         "{stderr}"
+    );
+}
+
+/// A package walked down is decided earlier, not read to its oldest release: `app 1.0`
+/// needs `num` and `top[gpu]`; `num` (two releases) is decided first, at `2.0`; each of
+/// the twelve `top` releases needs `accel` under `gpu`, and `accel 1.0` needs `num<2`.
+/// PubGrub blames the latest decision, `top[gpu]`, and tries its releases one by one,
+/// each one's metadata fetched (on a real index, old sdist-only releases are builds).
+/// After a few, `top[gpu]` is decided before `num` instead, and the lock has
+/// `top 12.0` with `num 1.0` without the metadata of the oldest `top` releases.
+#[test]
+fn a_package_walked_down_is_decided_earlier_not_read_to_the_bottom() {
+    let server = Server::start();
+    let mut projects: Vec<(&str, Vec<Wheel>)> = vec![
+        (
+            "app",
+            vec![wheel("app", "1.0", &["num", "top[gpu]"], None, &[], 64)],
+        ),
+        (
+            "num",
+            vec![
+                wheel("num", "1.0", &[], None, &[], 64),
+                wheel("num", "2.0", &[], None, &[], 64),
+            ],
+        ),
+        (
+            "accel",
+            vec![wheel("accel", "1.0", &["num<2"], None, &[], 64)],
+        ),
+    ];
+    let top: Vec<Wheel> = (1..=12)
+        .map(|major| {
+            wheel(
+                "top",
+                &format!("{major}.0"),
+                &["accel ; extra == 'gpu'"],
+                None,
+                &["gpu"],
+                64,
+            )
+        })
+        .collect();
+    projects.push(("top", top));
+    for (name, wheels) in &projects {
+        serve_project(&server, name, wheels);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let output = lock_live(dir.path(), &server);
+    assert_eq!(
+        pins(&output),
+        ["accel==1.0", "app==1.0", "num==1.0", "top==12.0"]
+    );
+    let top_read: Vec<String> = metadata_requests(&server)
+        .into_iter()
+        .filter(|path| path.starts_with("/files/top-"))
+        .collect();
+    assert!(
+        top_read.len() < 12
+            && !top_read.contains(&"/files/top-1.0-py3-none-any.whl.metadata".to_string()),
+        "{top_read:?}"
     );
 }

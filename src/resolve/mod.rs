@@ -53,7 +53,7 @@ use pubgrub::PubGrubError;
 
 use crate::index::Universe;
 use crate::rules::RuleSet;
-use provider::Provider;
+use provider::{Halt, Provider};
 
 /// Resolve `request` against `universe` for the node `environment`, applying `rules`.
 ///
@@ -112,36 +112,47 @@ fn resolve_within(
     let markers = environment.markers()?;
     // Exact pins narrowed to their one candidate find the same resolutions with far less
     // backtracking; a failure is resolved again below for the report in written ranges.
-    let narrowed = Provider::new(request, universe, environment, rules, markers.clone(), &[])
-        .narrowing()
-        .filling(pending);
-    let root = narrowed.root().clone();
-    match pubgrub::resolve(&narrowed, root, Version::new([0])) {
+    let mut early = Vec::new();
+    let (narrowed, outcome) = solve(
+        |early| {
+            Provider::new(request, universe, environment, rules, markers.clone(), &[])
+                .narrowing()
+                .filling(pending)
+                .deciding_early(early)
+        },
+        &mut early,
+    );
+    match outcome {
         Ok(selection) => return Ok(lock_from(&narrowed, selection, request, environment)?),
         Err(PubGrubError::ErrorRetrievingDependencies { source, .. }) => {
-            return Err(Stop::Missing(source));
+            return Err(missing(source));
         }
         Err(_) => {}
     }
     let mut relaxed: Vec<Relaxation> = Vec::new();
     let mut found: Vec<(u8, ConflictReport)> = Vec::new();
     for round in 0..MAX_CONFLICTS {
-        let provider = Provider::new(
-            request,
-            universe,
-            environment,
-            rules,
-            markers.clone(),
-            &relaxed,
-        )
-        .filling(pending);
-        let root = provider.root().clone();
-        match pubgrub::resolve(&provider, root, Version::new([0])) {
+        let (provider, outcome) = solve(
+            |early| {
+                Provider::new(
+                    request,
+                    universe,
+                    environment,
+                    rules,
+                    markers.clone(),
+                    &relaxed,
+                )
+                .filling(pending)
+                .deciding_early(early)
+            },
+            &mut early,
+        );
+        match outcome {
             Ok(selection) if round == 0 => {
                 return Ok(lock_from(&provider, selection, request, environment)?);
             }
             Err(PubGrubError::ErrorRetrievingDependencies { source, .. }) => {
-                return Err(Stop::Missing(source));
+                return Err(missing(source));
             }
             Ok(_) => break,
             Err(PubGrubError::NoSolution(tree)) => {
@@ -177,6 +188,44 @@ fn resolve_within(
         report: Box::new(merge_conflicts(found)),
     }
     .into())
+}
+
+/// What one pubgrub run gives.
+type Solved<'a> =
+    Result<pubgrub::SelectedDependencies<ResolverPackage, Version>, PubGrubError<Provider<'a>>>;
+
+/// Run pubgrub over the providers `make` builds until a run is not halted by a package
+/// walked down: each such package is decided early in the next run (`provider::walk`),
+/// so there is at most one run more than there are packages.
+fn solve<'a>(
+    make: impl Fn(Vec<ResolverPackage>) -> Provider<'a>,
+    early: &mut Vec<ResolverPackage>,
+) -> (Provider<'a>, Solved<'a>) {
+    loop {
+        let provider = make(early.clone());
+        let root = provider.root().clone();
+        let outcome = pubgrub::resolve(&provider, root, Version::new([0]));
+        if let Err(PubGrubError::ErrorChoosingVersion {
+            source: Halt::Walked(package),
+            ..
+        }) = &outcome
+            && !early.contains(package)
+        {
+            early.push(package.clone());
+            continue;
+        }
+        return (provider, outcome);
+    }
+}
+
+/// The stop for a provider's halt while reading dependencies.
+fn missing(halt: Halt) -> Stop {
+    match halt {
+        Halt::Missing(miss) => Stop::Missing(miss),
+        Halt::Walked(package) => Stop::Failed(ResolveError::Solver {
+            message: format!("`{package}` was walked down while its dependencies were read"),
+        }),
+    }
 }
 
 /// At most this many independent conflicts are looked for in one report.

@@ -33,6 +33,10 @@ use crate::manifest::GitSource;
 use crate::rules::RuleSet;
 
 mod edges;
+mod walk;
+
+pub use walk::Halt;
+use walk::Walks;
 
 use super::cause::{Edge, Unavailable, VersionRange};
 
@@ -143,6 +147,8 @@ pub struct Provider<'a> {
     /// What a universe being filled by live resolution does not hold yet; `None` for a
     /// complete universe.
     pending: Option<&'a Pending>,
+    /// The versions tried per package, and the packages decided early ([`walk`]).
+    walks: Walks,
 }
 
 impl<'a> Provider<'a> {
@@ -228,7 +234,15 @@ impl<'a> Provider<'a> {
             relaxed,
             narrow: false,
             pending: None,
+            walks: Walks::default(),
         }
+    }
+
+    /// The same provider, deciding `early` (packages an earlier resolution walked down)
+    /// before the ordinary packages.
+    pub fn deciding_early(mut self, early: Vec<ResolverPackage>) -> Self {
+        self.walks = Walks::new(early);
+        self
     }
 
     /// The same provider over a universe that live resolution is still filling: asking
@@ -721,7 +735,7 @@ impl DependencyProvider for Provider<'_> {
     type VS = VersionRange;
     type M = Unavailable;
     type Priority = (u8, u32, Reverse<usize>);
-    type Err = Miss;
+    type Err = Halt;
 
     fn prioritize(
         &self,
@@ -730,12 +744,20 @@ impl DependencyProvider for Provider<'_> {
         statistics: &PackageResolutionStatistics,
     ) -> Self::Priority {
         match package {
-            ResolverPackage::Root(_) => (4, 0, Reverse(0)),
-            ResolverPackage::Virtual(_) => (3, 0, Reverse(0)),
+            ResolverPackage::Root(_) => (5, 0, Reverse(0)),
+            ResolverPackage::Virtual(_) => (4, 0, Reverse(0)),
             ResolverPackage::Package(name) | ResolverPackage::Extra(name, _) => {
                 let candidates = self.candidates(name);
                 let count = candidates.within(range).count();
-                let class = if count <= 1 { 2 } else { 1 };
+                // One candidate, then the packages walked down before (uv's order:
+                // singletons, then "conflict early"), then the others.
+                let class = if count <= 1 {
+                    3
+                } else if self.walks.is_early(package) {
+                    2
+                } else {
+                    1
+                };
                 (class, statistics.conflict_count(), Reverse(count))
             }
         }
@@ -745,7 +767,7 @@ impl DependencyProvider for Provider<'_> {
         &self,
         package: &ResolverPackage,
         range: &VersionRange,
-    ) -> Result<Option<Version>, Miss> {
+    ) -> Result<Option<Version>, Halt> {
         Ok(match package {
             ResolverPackage::Root(_) => Some(Version::new([0])).filter(|v| range.contains(v)),
             ResolverPackage::Virtual(VirtualPackage::CudaRuntime)
@@ -766,13 +788,21 @@ impl DependencyProvider for Provider<'_> {
                 // no stable release is left in the range (uv's `if-necessary`).
                 let candidates = self.candidates(name);
                 let mut fallback = None;
+                let mut chosen = None;
                 for candidate in candidates.within(range) {
                     if candidates.prereleases_allowed || !candidate.version.any_prerelease() {
-                        return Ok(Some(candidate.version.clone()));
+                        chosen = Some(candidate);
+                        break;
                     }
                     fallback.get_or_insert(candidate);
                 }
-                fallback.map(|candidate| candidate.version.clone())
+                let chosen = chosen
+                    .or(fallback)
+                    .map(|candidate| candidate.version.clone());
+                if let Some(version) = &chosen {
+                    self.walks.try_version(package, version)?;
+                }
+                chosen
             }
         })
     }
@@ -781,7 +811,7 @@ impl DependencyProvider for Provider<'_> {
         &self,
         package: &ResolverPackage,
         version: &Version,
-    ) -> Result<Dependencies<ResolverPackage, VersionRange, Unavailable>, Miss> {
+    ) -> Result<Dependencies<ResolverPackage, VersionRange, Unavailable>, Halt> {
         let mut edges = match package {
             ResolverPackage::Root(_) => self.root_edges(),
             ResolverPackage::Virtual(virtual_package) => {
@@ -813,7 +843,7 @@ impl DependencyProvider for Provider<'_> {
                         {
                             return Ok(Dependencies::Unavailable(unavailable));
                         }
-                        return Err(Miss::Release(name.clone(), version.clone()));
+                        return Err(Miss::Release(name.clone(), version.clone()).into());
                     }
                     pending.visit(name, version);
                 }
@@ -838,7 +868,7 @@ impl DependencyProvider for Provider<'_> {
             if !unlisted.is_empty() {
                 unlisted.sort();
                 unlisted.dedup();
-                return Err(Miss::Projects(unlisted));
+                return Err(Miss::Projects(unlisted).into());
             }
         }
         // Causes set aside to find the conflict behind the first one (`relax`).

@@ -5,7 +5,7 @@
 //! The resolver runs on the caller's thread and asks synchronously: it names the
 //! projects or the release it lacks ([`LiveIndex::want_projects`],
 //! [`LiveIndex::want_releases_from`]), blocks until they are answered
-//! ([`LiveIndex::wait_projects`], [`LiveIndex::wait_release`], [`LiveIndex::wait_idle`]),
+//! ([`LiveIndex::wait_projects`], [`LiveIndex::wait_release`], [`LiveIndex::settle`]),
 //! and takes what arrived as [`LiveEvent`]s ([`LiveIndex::drain`]). Meanwhile tasks on
 //! the fetcher's own runtime run ahead of it, the way the resolver will go: once a
 //! release's metadata is read, the project pages of its dependencies are fetched, and
@@ -254,16 +254,20 @@ impl LiveIndex {
         )
     }
 
-    /// Wait until nothing asked for is in flight any more, reading ahead included: the
-    /// resolver runs again once rather than once per answer.
-    pub fn wait_idle(&self) -> Result<(), ClientError> {
-        self.wait(
+    /// Wait until nothing asked for is in flight any more, reading ahead included, or
+    /// until `grace` has passed, whichever comes first: the resolver runs again once
+    /// for the answers that come together, but never waits long for a read-ahead it
+    /// may not need (a run takes milliseconds; a chain of read-ahead fetches, each
+    /// waiting for the one before, can take a second).
+    pub fn settle(&self, grace: Duration) -> Result<(), ClientError> {
+        self.wait_until(
             |state| {
                 state.projects.values().all(Option::is_some)
                     && state.releases.values().all(|answered| *answered)
             },
-            || "the pages and metadata read ahead".to_string(),
+            Instant::now() + grace.min(self.shared.wait_limit),
         )
+        .map(|_| ())
     }
 
     /// What arrived since the last call, in arrival order.
@@ -289,21 +293,32 @@ impl LiveIndex {
         done: impl Fn(&State) -> bool,
         what: impl Fn() -> String,
     ) -> Result<(), ClientError> {
-        let deadline = Instant::now() + self.shared.wait_limit;
+        if self.wait_until(done, Instant::now() + self.shared.wait_limit)? {
+            return Ok(());
+        }
+        Err(ClientError::Stalled {
+            what: what(),
+            seconds: self.shared.wait_limit.as_secs(),
+        })
+    }
+
+    /// Wait until `done` or `deadline`: whether `done` held; a fetch's failure first.
+    fn wait_until(
+        &self,
+        done: impl Fn(&State) -> bool,
+        deadline: Instant,
+    ) -> Result<bool, ClientError> {
         let mut state = self.shared.lock();
         loop {
             if let Some(error) = state.failure.take() {
                 return Err(error);
             }
             if done(&state) {
-                return Ok(());
+                return Ok(true);
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(ClientError::Stalled {
-                    what: what(),
-                    seconds: self.shared.wait_limit.as_secs(),
-                });
+                return Ok(false);
             }
             state = self
                 .shared

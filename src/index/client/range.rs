@@ -10,6 +10,22 @@
 use std::cell::Cell;
 use std::io::{self, Read, Seek, SeekFrom};
 
+/// The end of central directory record's signature, `PK\x05\x06`.
+const END_OF_DIRECTORY: [u8; 4] = [0x50, 0x4b, 0x05, 0x06];
+
+/// Where the central directory starts, read from the end of central directory record
+/// in `tail` (a file's last bytes); `None` when there is none or it points to a zip64
+/// record (then the zip reader finds its way in windows).
+pub fn central_directory_start(tail: &[u8]) -> Option<u64> {
+    // The record is 22 bytes plus a comment of at most 65 535 bytes, at the very end.
+    let position = tail
+        .windows(END_OF_DIRECTORY.len())
+        .rposition(|window| window == END_OF_DIRECTORY)?;
+    let field = tail.get(position + 16..position + 20)?;
+    let offset = u32::from_le_bytes([field[0], field[1], field[2], field[3]]);
+    (offset != u32::MAX).then_some(u64::from(offset))
+}
+
 /// The bytes of a remote file known so far, e.g. its last 64 KiB of 2.1 GiB.
 #[derive(Debug, Clone, Default)]
 pub struct SparseFile {
@@ -135,5 +151,19 @@ mod tests {
         assert!(reader.read(&mut buf).is_err());
         assert_eq!(missing.get(), Some(2));
         assert_eq!(file.next_known_after(2), 6);
+    }
+
+    #[test]
+    fn central_directory_start_from_the_end_record() {
+        let mut tail = b"....central directory....".to_vec();
+        tail.extend_from_slice(&END_OF_DIRECTORY);
+        // Disk numbers, entry counts, the directory's size, then its offset: 1234.
+        tail.extend_from_slice(&[0, 0, 0, 0, 2, 0, 2, 0, 25, 0, 0, 0]);
+        tail.extend_from_slice(&1234_u32.to_le_bytes());
+        tail.extend_from_slice(&[0, 0]);
+        assert_eq!(central_directory_start(&tail), Some(1234));
+        let zip64 = [&END_OF_DIRECTORY[..], &[0; 12], &[0xff; 4], &[0, 0]].concat();
+        assert_eq!(central_directory_start(&zip64), None);
+        assert_eq!(central_directory_start(b"no record here"), None);
     }
 }
