@@ -79,17 +79,25 @@ fn records(roots: &[String]) -> Vec<(String, Stat)> {
     records
 }
 
-/// The stamps of an environment about to be read: its roots' records now, and the
-/// shared objects `pending` lists.
-pub fn stamps(roots: &[String], pending: &[Pending]) -> Stamps {
-    Stamps {
-        format: FORMAT.to_string(),
-        binary: binary(),
-        records: records(roots),
-        objects: pending
+impl Stamps {
+    /// The stamps of the environment in `roots` (normalized site-packages directories)
+    /// before anything of it is read: this binary and every RECORD and METADATA.
+    pub fn before(roots: &[String]) -> Self {
+        Self {
+            format: FORMAT.to_string(),
+            binary: binary(),
+            records: records(roots),
+            objects: Vec::new(),
+        }
+    }
+
+    /// With the stamps of the shared objects `pending` lists, before they are read.
+    pub fn with_objects(mut self, pending: &[Pending]) -> Self {
+        self.objects = pending
             .iter()
             .map(|object| (object.path.clone(), stat(Path::new(&object.path))))
-            .collect(),
+            .collect();
+        self
     }
 }
 
@@ -105,15 +113,16 @@ fn file(directory: &Path, roots: &[String]) -> PathBuf {
     directory.join(format!("{}.json", &hex::encode(digest)[..16]))
 }
 
-/// The report kept for `roots`, if every file it was made from is as it was then.
-pub fn load(directory: &Path, roots: &[String]) -> Option<Report> {
+/// The report kept for `roots`, if every file it was made from is as it was then:
+/// `now` holds the stamps [`Stamps::before`] took.
+pub fn load(directory: &Path, roots: &[String], now: &Stamps) -> Option<Report> {
     let bytes = std::fs::read(file(directory, roots)).ok()?;
     let entry: Entry = serde_json::from_slice(&bytes).ok()?;
     let kept = &entry.stamps;
     let same = entry.roots == roots
-        && kept.format == FORMAT
-        && kept.binary == binary()
-        && kept.records == records(roots)
+        && kept.format == now.format
+        && kept.binary == now.binary
+        && kept.records == now.records
         && kept
             .objects
             .iter()
@@ -173,9 +182,13 @@ mod tests {
     /// Keep a report of `site` as it is now; the roots it was kept for.
     fn keep(cache: &Path, site: &Path) -> Vec<String> {
         let listing = tree::listing(&[site]).unwrap();
-        let stamps = stamps(&listing.roots, &listing.pending);
+        let stamps = Stamps::before(&listing.roots).with_objects(&listing.pending);
         store(cache, &listing.roots, stamps, &report(&listing.roots));
         listing.roots
+    }
+
+    fn kept(cache: &Path, roots: &[String]) -> Option<Report> {
+        load(cache, roots, &Stamps::before(roots))
     }
 
     #[test]
@@ -184,13 +197,13 @@ mod tests {
         let cache = root.path().join("cache");
         let site = site(root.path());
         let roots = keep(&cache, &site);
-        assert_eq!(load(&cache, &roots), Some(report(&roots)));
-        assert!(load(&cache, &["/other".to_string()]).is_none());
+        assert_eq!(kept(&cache, &roots), Some(report(&roots)));
+        assert!(kept(&cache, &["/other".to_string()]).is_none());
 
         // Patched in place, same size: the change time moves.
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(site.join("pkg/libpkg.so"), b"not an ELF file, but b file").unwrap();
-        assert!(load(&cache, &roots).is_none());
+        assert!(kept(&cache, &roots).is_none());
 
         keep(&cache, &site);
         std::fs::write(
@@ -198,15 +211,15 @@ mod tests {
             "pkg/libpkg.so,,\npkg-1.0.dist-info/METADATA,,\nextra,,\n",
         )
         .unwrap();
-        assert!(load(&cache, &roots).is_none());
+        assert!(kept(&cache, &roots).is_none());
 
         keep(&cache, &site);
         std::fs::create_dir_all(site.join("other-2.0.dist-info")).unwrap();
-        assert!(load(&cache, &roots).is_none(), "a distribution installed");
+        assert!(kept(&cache, &roots).is_none(), "a distribution installed");
 
         keep(&cache, &site);
-        assert!(load(&cache, &roots).is_some());
+        assert!(kept(&cache, &roots).is_some());
         std::fs::remove_file(site.join("pkg/libpkg.so")).unwrap();
-        assert!(load(&cache, &roots).is_none(), "a shared object removed");
+        assert!(kept(&cache, &roots).is_none(), "a shared object removed");
     }
 }

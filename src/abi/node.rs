@@ -2,7 +2,7 @@
 //! place (site-packages directories from the target interpreter); over SSH the
 //! interpreter sends only their dynamic tables ([`super::remote`]), in one round trip.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::tree;
 use super::{AbiError, Environment, Report, cache, remote};
@@ -41,72 +41,77 @@ pub struct Phases {
     pub cached: bool,
 }
 
+/// What reading the environment on this machine found: the report kept for it as it
+/// is on disk now, or its tables (with where to keep the new report, and the stamps to
+/// keep it under, when there is a cache directory).
+enum Read {
+    Kept(Report),
+    Tables(Environment, Option<(PathBuf, cache::Stamps)>),
+}
+
 /// The ABI check's report of the environment of `python` on the node, with where its
 /// time went. On this machine the report kept for the environment as it is on disk
 /// now is used when there is one ([`cache`]).
 pub async fn report(transport: &Transport, python: &Path) -> Result<(Report, Phases), AbiError> {
     let started = std::time::Instant::now();
-    let (environment, mut phases) = match transport {
+    let (environment, mut phases, keep) = match transport {
         Transport::Local(_) => {
             let sites = sites(transport, python).await?;
             let interpreter = started.elapsed();
             let directory = cache::directory();
-            let found = tokio::task::spawn_blocking(move || {
-                let directories: Vec<&Path> =
-                    sites.iter().map(std::path::PathBuf::as_path).collect();
-                let roots: Vec<String> = tree::roots(&directories)?
-                    .into_iter()
-                    .map(|(root, _)| root)
-                    .collect();
-                if let Some(report) = directory
-                    .as_deref()
-                    .and_then(|directory| cache::load(directory, &roots))
-                {
-                    return Ok(Err(report));
-                }
-                let listing = tree::listing(&directories)?;
-                let stamps = cache::stamps(&listing.roots, &listing.pending);
-                Ok::<_, AbiError>(Ok((listing.read(), stamps, directory)))
-            })
-            .await
-            .map_err(|error| failed(transport, python, error.to_string()))??;
-            let read = started.elapsed() - interpreter;
-            match found {
-                Err(mut report) => {
+            let read = tokio::task::spawn_blocking(move || read_local(&sites, directory))
+                .await
+                .map_err(|error| failed(transport, python, error.to_string()))??;
+            let phases = Phases {
+                interpreter,
+                read: started.elapsed() - interpreter,
+                ..Phases::default()
+            };
+            match read {
+                Read::Kept(mut report) => {
                     report.seconds = started.elapsed().as_secs_f64();
-                    let phases = Phases {
-                        interpreter,
-                        read,
+                    let cached = Phases {
                         cached: true,
-                        ..Phases::default()
+                        ..phases
                     };
-                    return Ok((report, phases));
+                    return Ok((report, cached));
                 }
-                Ok((environment, stamps, directory)) => {
-                    let checked = std::time::Instant::now();
-                    let outcome = super::check(&environment);
-                    let report =
-                        Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
-                    if let Some(directory) = directory {
-                        cache::store(&directory, &report.roots, stamps, &report);
-                    }
-                    let phases = Phases {
-                        interpreter,
-                        read,
-                        check: checked.elapsed(),
-                        cached: false,
-                    };
-                    return Ok((report, phases));
-                }
+                Read::Tables(environment, keep) => (environment, phases, keep),
             }
         }
-        Transport::Ssh(_) => streamed_timed(transport, python).await?,
+        Transport::Ssh(_) => {
+            let (environment, phases) = streamed_timed(transport, python).await?;
+            (environment, phases, None)
+        }
     };
     let checked = std::time::Instant::now();
     let outcome = super::check(&environment);
     phases.check = checked.elapsed();
     let report = Report::new(&environment, &outcome, started.elapsed().as_secs_f64());
+    if let Some((directory, stamps)) = keep {
+        cache::store(&directory, &report.roots, stamps, &report);
+    }
     Ok((report, phases))
+}
+
+/// The kept report of the site directories `sites` (with a cache `directory`), else
+/// their tables, stamped before they are read.
+fn read_local(sites: &[PathBuf], directory: Option<PathBuf>) -> Result<Read, AbiError> {
+    let directories: Vec<&Path> = sites.iter().map(PathBuf::as_path).collect();
+    let Some(directory) = directory else {
+        return Ok(Read::Tables(tree::site_packages(&directories)?, None));
+    };
+    let roots: Vec<String> = tree::roots(&directories)?
+        .into_iter()
+        .map(|(root, _)| root)
+        .collect();
+    let stamps = cache::Stamps::before(&roots);
+    if let Some(report) = cache::load(&directory, &roots, &stamps) {
+        return Ok(Read::Kept(report));
+    }
+    let listing = tree::listing(&directories)?;
+    let stamps = stamps.with_objects(&listing.pending);
+    Ok(Read::Tables(listing.read(), Some((directory, stamps))))
 }
 
 /// The site-packages directories of `python` on this machine.
