@@ -8,6 +8,7 @@ pub mod hashes;
 pub mod metadata;
 mod model;
 pub mod pip_config;
+pub mod pip_files;
 pub mod pip_record;
 pub mod snapshot;
 pub mod tags;

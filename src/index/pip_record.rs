@@ -9,8 +9,9 @@
 //! modification time). While all of them are unchanged the answer is reused; otherwise
 //! pip is asked again, in one interpreter that also names those files.
 //!
-//! A `PIP_INDEX_URL` in the environment is read directly, as before; an answer with
-//! credentials in it is never written down.
+//! A `PIP_INDEX_URL` in the environment is read directly, as before, and so are pip's
+//! files where they say everything ([`super::pip_files`]): no Python, no record. An
+//! answer with credentials in it is never written down.
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use super::pip_config::{self, DefaultIndex, DefaultIndexSource, PipConfigError};
+use super::pip_files;
 use crate::settings::env;
 
 /// The record's file name inside the cache directory.
@@ -91,6 +93,9 @@ pub fn default_index(
 ) -> Result<DefaultIndex, PipConfigError> {
     if env::var(env::PIP_INDEX_URL).is_some() {
         return pip_config::default_index(python);
+    }
+    if let Some(found) = pip_files::default_index(Path::new(python), &env::var) {
+        return Ok(found);
     }
     let Some(cache_dir) = cache_dir else {
         return pip_config::default_index(python);
