@@ -413,7 +413,7 @@ mod tests {
             .arg(&checkout)
             .args(["python3", "", "/nonexistent", "pkg", ""])
             .arg(&secret)
-            .args(["", ""])
+            .args(["", "", ""])
             .output()
             .unwrap();
         assert!(
