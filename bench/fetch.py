@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Who downloads the stack: `--fetch node` against `--fetch controller` on testbed fleets.
 
-    bench/fetch.py [--nodes 1,4,8,16] [--modes node,controller] [--upgrade target/release/upgrade]
+    bench/fetch.py [--nodes 1,4,8,16] [--modes node,controller,controller-uv]
+                   [--upgrade target/release/upgrade] [--uv PATH]
 
 (root: the testbed's namespaces). For each fleet size and mode it brings up a fresh
 `cuda12.8` testbed (tests/testbed/up), prepares the seed manifest's testbed overlay as
@@ -16,7 +17,10 @@ In `node` mode every node clones the fixture SGLang from its own copy
 (`file:///opt/fixtures/sglang`, put there before the clock starts), as bench/fleet.py
 does; in `controller` mode the repository lives only on the controller and nodes get a
 git bundle of the pinned tag. So the git side serves nothing over the network in either
-mode, and the index counter is the whole download.
+mode, and the index counter is the whole download. `controller-uv` is `controller` with
+`--installer uv`: the controller's uv (`--uv`, default the one `scripts/tool-venv`
+installs under target/) installs, removes and checks the packages instead of each node's
+pip.
 
 Results: the `## Fetch once` section of bench/RESULTS.md (replaced, the rest kept) and
 the JSON of every run on stdout.
@@ -78,21 +82,23 @@ def controller_manifest(manifest, repo):
     return path
 
 
-def one(size, mode, work, upgrade):
+def one(size, mode, work, upgrade, uv):
     directory = Path(work) / f"testbed-{size}-{mode}"
     state = fleet.testbed_up(size, directory)
     try:
         run_dir = Path(work) / f"{size}-{mode}"
         manifest, snapshot = fleet.prepare(state, run_dir, upgrade)
-        if mode == "controller":
+        fetch, _, installer = mode.partition("-")
+        if fetch == "controller":
             manifest = controller_manifest(manifest, run_dir / "sglang")
+        extra = ["--installer", "uv", "--uv", uv] if installer == "uv" else []
         env = fleet.upgrade_env(state, run_dir)
         before = stats(state)
         started = time.monotonic()
         result = fleet.run([upgrade, "apply", "--yes", manifest, "-i", run_dir / "inventory.yml",
                             "--parallel", size, "--ssh-config", state["ssh_config"],
                             "--snapshot", snapshot, "--no-verify", "--format", "json",
-                            "--fetch", mode, "--run-dir", run_dir / "run"],
+                            "--fetch", fetch, "--run-dir", run_dir / "run", *extra],
                            env=env, check=False)
         seconds = time.monotonic() - started
         after = stats(state)
@@ -120,7 +126,9 @@ def report(entries, arguments, info, upgrade_version):
              "fleets to the seed manifest's overlay, `--fetch node` (each node's pip and the "
              "runfile step fetch for themselves) against `--fetch controller` (the controller "
              "downloads each locked file once, checks its sha256 and sends each node what it "
-             "lacks; the source comes as a git bundle). Bytes: response bodies the testbed's "
+             "lacks; the source comes as a git bundle), and `controller-uv`: `--fetch controller "
+             "--installer uv` (the controller's uv, sent to each node, installs instead of its "
+             "pip). Bytes: response bodies the testbed's "
              "index server served during the apply (its `/_stats` counter). Reproduce (root):", "",
              "```sh",
              "cargo build --release",
@@ -160,7 +168,7 @@ def report(entries, arguments, info, upgrade_version):
         for size in sizes[1:]:
             entry = by.get((size, mode))
             if first and entry and first["bytes"] and first["seconds"]:
-                lines.append(f"- `--fetch {mode}`, {size} nodes / {sizes[0]} node: bytes "
+                lines.append(f"- `{mode}`, {size} nodes / {sizes[0]} node: bytes "
                              f"**{entry['bytes'] / first['bytes']:.2f}×**, time "
                              f"**{entry['seconds'] / first['seconds']:.2f}×**")
     lines += ["", "Targets (issue 17): with `--fetch controller`, bytes served for 16 nodes at "
@@ -187,6 +195,7 @@ def main(argv):
                         type=lambda text: [int(part) for part in text.split(",")])
     parser.add_argument("--modes", default="node,controller", type=lambda text: text.split(","))
     parser.add_argument("--upgrade", default=str(ROOT / "target" / "release" / "upgrade"))
+    parser.add_argument("--uv", help="the uv `controller-uv` sends (default: scripts/tool-venv's)")
     parser.add_argument("--work")
     parser.add_argument("--results", default=str(ROOT / "bench" / "RESULTS.md"))
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
@@ -199,10 +208,15 @@ def main(argv):
     info = fleet.machine()
     upgrade_version = fleet.run([upgrade, "--version"], check=False).stdout.splitlines()[0]
     work = Path(arguments.work or tempfile.mkdtemp(prefix="fetch-bench-")).resolve()
+    uv = arguments.uv
+    if uv is None and any(mode.endswith("-uv") for mode in arguments.modes):
+        python = fleet.run([ROOT / "scripts" / "tool-venv", ROOT / "target" / "tools" / "uv",
+                            "uv==0.13.9"]).stdout.strip()
+        uv = str(Path(python).with_name("uv"))
     entries = []
     for size in arguments.nodes:
         for mode in arguments.modes:
-            entries.append(one(size, mode, work, upgrade))
+            entries.append(one(size, mode, work, upgrade, uv))
     print(json.dumps(entries, indent=1))
     if not arguments.no_write:
         write_section(arguments.results, report(entries, arguments, info, upgrade_version))

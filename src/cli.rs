@@ -520,6 +520,32 @@ pub struct FetchArgs {
     /// `cuda_upgrade_fetch` variable overrides it.
     #[arg(long, value_name = "controller|node", default_value_t = crate::steps::FetchMode::Node)]
     pub fetch: crate::steps::FetchMode,
+    /// What installs, removes and checks the packages on the node: `pip` (the
+    /// environment's own) or `uv` (this machine's uv, sent to each node that lacks it,
+    /// kept root-only in /var/lib/cuda-upgrade/tools: the same pins and hashes, a
+    /// fraction of pip's CPU time per node).
+    #[arg(long, value_name = "pip|uv", default_value_t = crate::steps::installer::InstallerKind::Pip)]
+    pub installer: crate::steps::installer::InstallerKind,
+    /// The uv binary `--installer uv` sends (default: the first `uv` on PATH).
+    #[arg(long, value_name = "PATH", requires = "installer")]
+    pub uv: Option<std::path::PathBuf>,
+}
+
+impl FetchArgs {
+    /// What the flags name, the uv of `--installer uv` found and read.
+    pub fn delivery(
+        &self,
+    ) -> Result<crate::steps::Delivery, crate::steps::installer::InstallerError> {
+        use crate::steps::installer::{InstallerKind, UvBinary};
+        let installer = match self.installer {
+            InstallerKind::Pip => crate::steps::Installer::Pip,
+            InstallerKind::Uv => crate::steps::Installer::Uv(UvBinary::find(self.uv.as_deref())?),
+        };
+        Ok(crate::steps::Delivery {
+            fetch: self.fetch,
+            installer,
+        })
+    }
 }
 
 /// `upgrade status MANIFEST (--local | --host H | -i INVENTORY)`

@@ -24,8 +24,6 @@ use std::process::Command;
 use common::cli::upgrade_ok;
 use support::{Route, Server, Wheel, json_page, wheel, wheel_with_tag};
 
-const UV: &str = "uv==0.13.9";
-
 /// `default` at `/simple/`: `app 1.0` (needs `lib`), `lib 1.0` and `2.0` (also as an
 /// aarch64 wheel no interpreter here installs), and a default build `torchlike 2.9.1`; `cu130` at `/cu130/simple/`: `torchlike
 /// 2.9.1+cu130`, which the manifest pins.
@@ -155,23 +153,6 @@ fn venv(dir: &Path, name: &str) -> PathBuf {
     path.join("bin/python")
 }
 
-/// uv from the Python index, in a tool environment under the target directory.
-fn uv() -> PathBuf {
-    let tools = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tools/uv");
-    let setup = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tool-venv"))
-        .arg(&tools)
-        .arg(UV)
-        .output()
-        .unwrap();
-    assert!(
-        setup.status.success(),
-        "{}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
-    let python = PathBuf::from(String::from_utf8(setup.stdout).unwrap().trim());
-    python.with_file_name("uv")
-}
-
 #[test]
 fn exported_locks_install_the_locked_versions_with_pip_and_uv() {
     let server = fixture();
@@ -282,7 +263,7 @@ fn exported_locks_install_the_locked_versions_with_pip_and_uv() {
     );
 
     // uv, from PEP 751's pylock.toml: the lock's files, then every file of each release.
-    let uv = uv();
+    let uv = common::cli::uv();
     for (name, extra) in [
         ("pylock.toml", None),
         ("pylock.all.toml", Some("--all-files")),

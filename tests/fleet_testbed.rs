@@ -999,11 +999,42 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         "inventory.yml",
         "all:\n  hosts:\n    node0:\n    node1:\n",
     );
-    let (output, report) = apply(&plain, "run1", &["--fetch", "controller"]);
+    // node0 installs with its pip; node1 with the controller's uv, sent to it.
+    let (output, report) = apply(
+        &plain,
+        "run1",
+        &["--fetch", "controller", "--limit", "node0"],
+    );
     assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(node(&report, "node0")["result"], "converged", "{report:#}");
     let run = report["run"].as_str().unwrap().to_string();
-    for host in ["node0", "node1"] {
-        assert_eq!(node(&report, host)["result"], "converged", "{report:#}");
+    let uv = common::cli::uv();
+    let (output, report) = apply(
+        &plain,
+        "run1-uv",
+        &[
+            "--fetch",
+            "controller",
+            "--limit",
+            "node1",
+            "--installer",
+            "uv",
+            "--uv",
+            uv.to_str().unwrap(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(node(&report, "node1")["result"], "converged", "{report:#}");
+    let run_uv = report["run"].as_str().unwrap().to_string();
+    let installed_by = testbed
+        .ssh_ok(
+            "node1",
+            "stat -c '%U %a' /var/lib/cuda-upgrade/tools /var/lib/cuda-upgrade/tools/uv; cat /opt/ml-env/lib/python3.11/site-packages/torch-2.9.1+cu130.dist-info/INSTALLER /opt/ml-env/lib/python3.11/site-packages/sglang-0.5.9.dist-info/INSTALLER",
+        )
+        .unwrap();
+    // Both INSTALLER files say `uv` (uv ends them with no newline).
+    assert_eq!(installed_by, "root 700\nroot 755\nuvuv");
+    for (host, run) in [("node0", &run), ("node1", &run_uv)] {
         let freeze = testbed.ssh_ok(host, "/opt/ml-env/bin/pip freeze").unwrap();
         assert!(freeze.contains("torch==2.9.1+cu130"), "{host}: {freeze}");
         let staged = testbed
@@ -1031,7 +1062,7 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         let journal = testbed
             .ssh_ok(host, "cat /var/lib/cuda-upgrade/journal.jsonl")
             .unwrap();
-        assert!(journal.contains(&run), "{host}: {journal}");
+        assert!(journal.contains(run.as_str()), "{host}: {journal}");
     }
 
     // The host variable chooses the mode too; a converged node costs its probe only.
@@ -1080,6 +1111,8 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
             "rollback",
             "-i",
             plain.to_str().unwrap(),
+            "--limit",
+            "node0",
             "--ssh-config",
             &ssh_config,
             "--to",

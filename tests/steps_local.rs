@@ -349,6 +349,106 @@ async fn writes_refuse_changed_files_and_unsafe_private_directories() {
     assert_eq!(mode(&secret), 0o600);
 }
 
+/// Several files in one write: each lands whole, in order, through links, keeping an
+/// existing file's mode, with before-images; an empty and a large file frame correctly;
+/// a file that is refused stops the batch there and the files before it are reported.
+#[tokio::test]
+async fn a_batch_of_writes_is_one_command_with_the_same_guarantees() {
+    let dir = tempfile::tempdir().unwrap();
+    let transport = Transport::Local(LocalTransport::new());
+    let real = dir.path().join("etc/real.conf");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    std::fs::write(&real, "old").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let link = dir.path().join("link.conf");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let large: Vec<u8> = (0..3_000_001u32).map(|i| (i % 251) as u8).collect();
+    let large_file = dir.path().join("large.bin");
+    std::fs::write(&large_file, &large).unwrap();
+    let staged = |name: &str| WriteSpec {
+        before_images: None,
+        ..Placement::Staged { mode: 0o644 }.spec(&dir.path().join("staging").join(name))
+    };
+    let (empty, big, linked, last) = (
+        staged("empty"),
+        staged("large.bin"),
+        spec(dir.path(), &link),
+        staged("last"),
+    );
+    let before = transport.round_trips();
+    let (written, result) = transport
+        .write_files(&[
+            (Stdin::Bytes(b""), &empty),
+            (Stdin::File(&large_file), &big),
+            (Stdin::Bytes(b"new"), &linked),
+            (Stdin::Bytes(b"last\n"), &last),
+        ])
+        .await;
+    result.unwrap();
+    assert_eq!(
+        transport.round_trips() - before,
+        1,
+        "one command for the batch"
+    );
+    assert_eq!(written.len(), 4);
+    assert_eq!(
+        std::fs::read(dir.path().join("staging/empty")).unwrap(),
+        b""
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("staging/large.bin")).unwrap(),
+        large
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("staging/last")).unwrap(),
+        b"last\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read(&real).unwrap(), b"new");
+    assert_eq!(mode(&real), 0o640);
+    assert_eq!(written[2].real_path, real);
+    let image = written[2].before_image.as_ref().unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join("before-images").join(image)).unwrap(),
+        b"old"
+    );
+    assert_eq!(mode(&dir.path().join("staging")), 0o700);
+
+    // The second file's private directory is open to others: the first is written, the
+    // second and third are not, and the error names the second.
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let refused = WriteSpec {
+        before_images: None,
+        ..Placement::Staged { mode: 0o644 }.spec(&open.join("x"))
+    };
+    let (first, after) = (staged("first"), staged("after"));
+    let (written, result) = transport
+        .write_files(&[
+            (Stdin::Bytes(b"1"), &first),
+            (Stdin::Bytes(b"2"), &refused),
+            (Stdin::Bytes(b"3"), &after),
+        ])
+        .await;
+    assert_eq!(written.len(), 1);
+    let Err(TransportError::WriteFile { path, message, .. }) = result else {
+        panic!("{result:?}");
+    };
+    assert_eq!(path, open.join("x").display().to_string());
+    assert!(message.contains("lets other users write"), "{message}");
+    assert_eq!(
+        std::fs::read(dir.path().join("staging/first")).unwrap(),
+        b"1"
+    );
+    assert!(!open.join("x").exists() && !dir.path().join("staging/after").exists());
+}
+
 /// A hung command fails its step within its bound, and nothing it started survives.
 #[tokio::test]
 async fn a_hung_command_fails_within_its_bound() {

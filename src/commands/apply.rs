@@ -120,7 +120,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         },
         confirm: if asks { Some(&confirm) } else { None },
         drain: drain.as_deref(),
-        ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)
+        ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)?
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

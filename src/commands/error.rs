@@ -67,6 +67,9 @@ pub enum CommandError {
     /// `--drain` and its companions name no usable drain.
     #[error(transparent)]
     Drain(#[from] crate::fleet::drain::DrainSettingsError),
+    /// `--installer uv` found no usable uv to send.
+    #[error(transparent)]
+    Installer(#[from] crate::steps::installer::InstallerError),
     /// The node could not be taken out of service (nothing was changed on it).
     #[error(transparent)]
     OutOfService(ConvergeError),
@@ -247,6 +250,7 @@ impl CommandError {
             | Self::NoVerify { .. }
             | Self::OutputExists { .. }
             | Self::Drain(_)
+            | Self::Installer(_)
             | Self::Abi(
                 crate::abi::AbiError::NotAnEnvironment { .. }
                 | crate::abi::AbiError::Read { .. }

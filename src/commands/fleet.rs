@@ -104,7 +104,7 @@ pub fn plan(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         snapshot: args.snapshot.as_deref(),
         live: live.as_ref(),
         hash_command: &hash_command,
-        fetch: args.fetch.fetch,
+        delivery: args.fetch.delivery()?,
     };
     let targets = targets(&selected.hosts);
     let outcome = runtime()?.block_on(fleet::plan::plan_fleet(&targets, &base, &options))?;
@@ -194,7 +194,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         ssh: selected.ssh,
         apply: ApplyOptions {
             saved: fixed.as_ref().map(converge::Saved::Lock),
-            ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)
+            ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)?
         },
         drain: args.rollout.drain_settings(),
     };

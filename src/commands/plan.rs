@@ -63,7 +63,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         &lock,
         &urls,
         &hash_command,
-        args.fetch.fetch,
+        &args.fetch.delivery()?,
     )?;
     for variable in &unset {
         node_plan.warnings.push(format!(

@@ -30,8 +30,8 @@ pub(super) fn apply_options<'a>(
     hash_command: &'a str,
     context: &'a crate::exec::ApplyContext,
     holder: crate::exec::node_lock::LockHolder,
-) -> crate::converge::ApplyOptions<'a> {
-    crate::converge::ApplyOptions {
+) -> Result<crate::converge::ApplyOptions<'a>, CommandError> {
+    Ok(crate::converge::ApplyOptions {
         saved: None,
         plan_path: args.lock.as_deref().unwrap_or(&args.target),
         snapshot: args.snapshot.as_deref(),
@@ -41,11 +41,11 @@ pub(super) fn apply_options<'a>(
         context,
         holder,
         break_lock: args.break_lock,
-        fetch: args.fetch.fetch,
+        delivery: args.fetch.delivery()?,
         confirm: None,
         drain: None,
         rollback_on_failure: args.rollout.rollback_on_failure,
-    }
+    })
 }
 
 /// A runtime for the verbs that talk to nodes or indexes.

@@ -15,7 +15,6 @@ use crate::exec::{self};
 use crate::printer::Printer;
 use crate::report::{self, text_value};
 use crate::steps::Action;
-use crate::steps::FetchMode;
 use crate::transport::Transport;
 
 /// The last run the journal holds.
@@ -89,7 +88,7 @@ async fn node_status(
         &lock,
         &urls,
         hash_command,
-        FetchMode::Node,
+        &crate::steps::Delivery::default(),
     )?;
     Ok(Status {
         node,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use pep440_rs::Version;
 use pep508_rs::PackageName;
 
-use crate::exec::{ExecError, deliver, environment, held};
+use crate::exec::{ExecError, environment, held, local_copy, send_all};
 use crate::index::client::{ClientSettings, IndexClient, IndexLocation, ProjectFile};
 use crate::index::filename::DistFilename;
 use crate::resolve::{Lock, LockedSource};
@@ -165,35 +165,44 @@ pub async fn keep(
             return kept;
         }
     };
+    // The verified copies of the wheels the node lacks, then one write for all of them.
+    let mut pins = Vec::new();
+    let mut outgoing = Vec::new();
     for (pin, file, sha256, path) in chosen {
         if held.contains(&path) {
             kept.kept.push(pin);
             continue;
         }
-        let spec = WriteSpec {
-            secret: true,
-            private_directory: true,
-            expected: Expected::Any,
-            before_images: None,
-            ..WriteSpec::new(path, 0o600)
-        };
         let url = file.url.clone();
-        let sent = deliver(
-            transport,
-            &file.filename,
-            &sha256,
-            cache_dir,
-            &spec,
-            || async { Ok::<_, ExecError>(url) },
-        )
+        let local = local_copy(&file.filename, &sha256, cache_dir, || async {
+            Ok::<_, ExecError>(url)
+        })
         .await;
-        match sent {
-            Ok(_) => kept.kept.push(pin),
+        match local {
+            Ok(local) => {
+                let spec = WriteSpec {
+                    secret: true,
+                    private_directory: true,
+                    expected: Expected::Any,
+                    before_images: None,
+                    ..WriteSpec::new(path, 0o600)
+                };
+                pins.push(pin);
+                outgoing.push((local, spec));
+            }
             Err(error) => kept.not_kept.push(format!(
                 "{pin}: {}",
                 crate::text::error_chain(&error).replace('\n', " ")
             )),
         }
+    }
+    let (written, result) = send_all(transport, &outgoing).await;
+    let mut pins = pins.into_iter();
+    kept.kept.extend(pins.by_ref().take(written.len()));
+    if let Err(error) = result {
+        let reason = crate::text::error_chain(&error).replace('\n', " ");
+        kept.not_kept
+            .extend(pins.map(|pin| format!("{pin}: {reason}")));
     }
     kept
 }

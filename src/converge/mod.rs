@@ -339,7 +339,7 @@ pub fn plan_for(
     lock: &Lock,
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
-    fetch: crate::steps::FetchMode,
+    delivery: &crate::steps::Delivery,
 ) -> Result<NodePlan, ConvergeError> {
     let manifest_dir = prepared
         .path
@@ -355,7 +355,7 @@ pub fn plan_for(
         index_urls,
         env: &prepared.env,
         hash_command,
-        fetch,
+        delivery,
     })?)
 }
 

@@ -89,8 +89,9 @@ pub struct ApplyOptions<'a> {
     pub holder: LockHolder,
     /// Remove any lock on the node before taking it (`--break-lock`).
     pub break_lock: bool,
-    /// Who downloads the locked files (`--fetch`).
-    pub fetch: crate::steps::FetchMode,
+    /// Who downloads the locked files (`--fetch`) and what installs them
+    /// (`--installer`).
+    pub delivery: crate::steps::Delivery,
     /// Asked with the plan before anything changes (`apply` on a terminal); `false`
     /// stops the node unchanged. `None`: no question (`--yes`).
     pub confirm: Option<&'a (dyn Fn(&NodePlan) -> bool + Send + Sync)>,
@@ -192,7 +193,7 @@ pub async fn converge_probed(
         &lock,
         &urls,
         options.hash_command,
-        options.fetch,
+        &options.delivery,
     )?;
     if let Some(step) = plan.blocked().first() {
         return Err(ConvergeError::Blocked {
@@ -517,7 +518,7 @@ impl Run<'_> {
         else {
             return Ok(());
         };
-        if self.options.fetch == crate::steps::FetchMode::Controller {
+        if self.options.delivery.fetch == crate::steps::FetchMode::Controller {
             let tags = facts
                 .python
                 .as_ref()
@@ -595,7 +596,7 @@ impl Run<'_> {
                 &lock,
                 urls,
                 options.hash_command,
-                options.fetch,
+                &options.delivery,
             )?;
             let step = replanned
                 .steps

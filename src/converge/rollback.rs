@@ -280,7 +280,9 @@ async fn restore_environment(
     );
     let python = image.python.display().to_string();
     if !remove.is_empty() {
-        let command = crate::steps::pip::uninstall_command(&python, &remove).bounded(INSTALL_BOUND);
+        let command = crate::steps::Installer::Pip
+            .uninstall(&python, &remove)
+            .bounded(INSTALL_BOUND);
         let output = transport.run(&command, None).await?;
         if output.success() {
             outcome.uninstalled = remove;

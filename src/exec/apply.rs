@@ -13,7 +13,7 @@ use crate::transport::{
     download, mask,
 };
 
-use super::send::{deliver, held};
+use super::send::{held, local_copy, send_all};
 use super::{ExecError, gather_facts};
 
 /// How many lines of a failing command's output a report shows.
@@ -89,14 +89,26 @@ pub async fn apply_step_writing(
         .operations
         .iter()
         .filter_map(|operation| match operation {
-            Operation::FetchIndexFile { path, sha256, .. } => Some((path.as_path(), sha256)),
+            Operation::FetchIndexFile { path, sha256, .. }
+            | Operation::Transfer { path, sha256, .. } => Some((path.as_path(), sha256)),
             _ => None,
         })
         .collect();
-    let held = held(transport, &sent).await?;
+    let mut held = held(transport, &sent).await?;
+    // Then everything the node lacks in one write, before the step's commands run.
+    let mut outgoing = Vec::new();
+    for operation in &step.operations {
+        if let Some(file) = outgoing_file(operation, context, &held).await? {
+            outgoing.push(file);
+        }
+    }
+    let (sent, result) = send_all(transport, &outgoing).await;
+    written.extend(sent);
+    result?;
+    held.extend(outgoing.into_iter().map(|(_, spec)| spec.path));
     for operation in &step.operations {
         if let Some(failure) =
-            run_operation(transport, operation, context, secrets, &held, &mut written).await?
+            run_operation(transport, operation, context, secrets, &mut written).await?
         {
             return Ok((StepOutcome::Failed(failure), written));
         }
@@ -127,7 +139,6 @@ async fn run_operation(
     operation: &Operation,
     context: &ApplyContext,
     secrets: &[&str],
-    held: &std::collections::HashSet<PathBuf>,
     written: &mut Vec<Written>,
 ) -> Result<Option<StepFailure>, ExecError> {
     match operation {
@@ -161,40 +172,8 @@ async fn run_operation(
             );
             Ok(None)
         }
-        Operation::Transfer {
-            url,
-            sha256,
-            path,
-            mode,
-        } => {
-            let local = download::fetch(url, sha256, &context.cache_dir).await?;
-            let placement = Placement::Staged { mode: *mode };
-            written.push(
-                transport
-                    .write_file(Stdin::File(&local), &context.spec(placement, path))
-                    .await?,
-            );
-            Ok(None)
-        }
-        Operation::FetchIndexFile {
-            index,
-            index_url,
-            project,
-            file,
-            sha256,
-            path,
-        } => {
-            if held.contains(path) {
-                return Ok(None);
-            }
-            let spec = context.spec(Placement::Staged { mode: 0o644 }, path);
-            let sent = deliver(transport, file, sha256, &context.cache_dir, &spec, || {
-                index_file_url(index, index_url, project, file)
-            })
-            .await?;
-            written.push(sent);
-            Ok(None)
-        }
+        // Sent before the step's commands ([`outgoing_file`]).
+        Operation::Transfer { .. } | Operation::FetchIndexFile { .. } => Ok(None),
         Operation::GitBundle {
             url,
             rev,
@@ -272,6 +251,47 @@ async fn run_operation(
             written.push(transport.write_file(Stdin::Bytes(&updated), &spec).await?);
             Ok(None)
         }
+    }
+}
+
+/// The controller's verified copy of a file `operation` sends and its place on the node,
+/// unless the node holds it already (or the operation sends none).
+async fn outgoing_file(
+    operation: &Operation,
+    context: &ApplyContext,
+    held: &std::collections::HashSet<PathBuf>,
+) -> Result<Option<(PathBuf, WriteSpec)>, ExecError> {
+    match operation {
+        Operation::Transfer {
+            url,
+            sha256,
+            path,
+            mode,
+        } if !held.contains(path) => {
+            let local = download::fetch(url, sha256, &context.cache_dir).await?;
+            Ok(Some((
+                local,
+                context.spec(Placement::Staged { mode: *mode }, path),
+            )))
+        }
+        Operation::FetchIndexFile {
+            index,
+            index_url,
+            project,
+            file,
+            sha256,
+            path,
+        } if !held.contains(path) => {
+            let local = local_copy(file, sha256, &context.cache_dir, || {
+                index_file_url(index, index_url, project, file)
+            })
+            .await?;
+            Ok(Some((
+                local,
+                context.spec(Placement::Staged { mode: 0o644 }, path),
+            )))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -375,18 +395,13 @@ pub async fn verify(
         }
         Verification::PackagesMatch {
             python,
+            installer,
             expected,
             absent,
             pip_check,
         } => {
             let python = python.display().to_string();
-            let list = NodeCommand::new(python.clone()).args([
-                "-m",
-                "pip",
-                "list",
-                "--format=json",
-                "--disable-pip-version-check",
-            ]);
+            let list = installer.list(&python);
             let output = transport.run(&list, None).await?;
             if !output.success() {
                 return Ok(Some(failure(list.display(), &output, secrets)));
@@ -427,11 +442,12 @@ pub async fn verify(
             if !pip_check {
                 return Ok(None);
             }
-            pip_check_on(transport, &python, secrets).await
+            check_on(transport, installer, &python, secrets).await
         }
         Verification::SourceInstalled {
             python,
             package,
+            installer,
             pip_check,
         } => {
             let record = format!("{}/{package}.json", crate::steps::source::RECORD_DIR);
@@ -446,7 +462,7 @@ pub async fn verify(
             if !pip_check {
                 return Ok(None);
             }
-            pip_check_on(transport, &python.display().to_string(), secrets).await
+            check_on(transport, installer, &python.display().to_string(), secrets).await
         }
         Verification::ToolkitVersion { prefix, version } => {
             // Identified as the plan identifies it (version.json, the apt meta package,
@@ -512,14 +528,14 @@ pub async fn verify(
     }
 }
 
-/// `pip check`: every installed package's requirements are met.
-async fn pip_check_on(
+/// `pip check` (or uv's): every installed package's requirements are met.
+async fn check_on(
     transport: &Transport,
+    installer: &crate::steps::Installer,
     python: &str,
     secrets: &[&str],
 ) -> Result<Option<StepFailure>, ExecError> {
-    let check =
-        NodeCommand::new(python).args(["-m", "pip", "check", "--disable-pip-version-check"]);
+    let check = installer.check(python);
     let output = transport.run(&check, None).await?;
     Ok((!output.success()).then(|| failure(check.display(), &output, secrets)))
 }

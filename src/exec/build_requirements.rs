@@ -12,7 +12,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::steps::BuildRequirements;
-use crate::transport::{Stdin, Transport, WriteSpec, Written, download};
+use crate::transport::{Transport, WriteSpec, Written, download};
 
 use super::ExecError;
 use super::send::held;
@@ -67,16 +67,13 @@ pub async fn send(
         .map(|(_, path, sha256)| (path.as_path(), sha256))
         .collect();
     let held = held(transport, &asked).await?;
-    let mut written = Vec::new();
-    for (wheel, path, _) in &files {
-        if !held.contains(path) {
-            written.push(
-                transport
-                    .write_file(Stdin::File(wheel), &spec(path))
-                    .await?,
-            );
-        }
-    }
+    let outgoing: Vec<(PathBuf, WriteSpec)> = files
+        .iter()
+        .filter(|(_, path, _)| !held.contains(path))
+        .map(|(wheel, path, _)| (wheel.clone(), spec(path)))
+        .collect();
+    let (written, result) = super::send::send_all(transport, &outgoing).await;
+    result?;
     Ok(written)
 }
 

@@ -23,4 +23,4 @@ pub use error::ExecError;
 pub use facts::gather_facts;
 pub use node::{NodeSelection, connect};
 pub use reporter::{QuietReporter, Reporter};
-pub use send::{deliver, held};
+pub use send::{held, local_copy, send_all};

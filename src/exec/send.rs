@@ -40,27 +40,37 @@ pub async fn held(
         .collect())
 }
 
-/// Send the file `name` of digest `sha256` to `spec.path` on the node: the verified copy
-/// in the controller's cache `cache_dir`, else downloaded once from the URL `url` gives
-/// (asked for only then). Whether the node holds it already is [`held`]'s question.
-pub async fn deliver<F, Fut>(
-    transport: &Transport,
+/// The verified copy of the file `name` of digest `sha256` in the controller's cache
+/// `cache_dir`, downloaded once from the URL `url` gives (asked for only then).
+pub async fn local_copy<F, Fut>(
     name: &str,
     sha256: &Sha256,
     cache_dir: &Path,
-    spec: &WriteSpec,
     url: F,
-) -> Result<Written, ExecError>
+) -> Result<PathBuf, ExecError>
 where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<url::Url, ExecError>>,
 {
-    let local = match download::cached(name, sha256, cache_dir).await {
-        Some(local) => local,
+    match download::cached(name, sha256, cache_dir).await {
+        Some(local) => Ok(local),
         None => {
             let url = url().await?;
-            download::fetch_as(url.as_str(), name, sha256, cache_dir).await?
+            Ok(download::fetch_as(url.as_str(), name, sha256, cache_dir).await?)
         }
-    };
-    Ok(transport.write_file(Stdin::File(&local), spec).await?)
+    }
+}
+
+/// Send each local file to its place on the node, all in one command; what was
+/// written, in order, and the error of the first file that was not.
+pub async fn send_all(
+    transport: &Transport,
+    files: &[(PathBuf, WriteSpec)],
+) -> (Vec<Written>, Result<(), ExecError>) {
+    let batch: Vec<(Stdin<'_>, &WriteSpec)> = files
+        .iter()
+        .map(|(local, spec)| (Stdin::File(local), spec))
+        .collect();
+    let (written, result) = transport.write_files(&batch).await;
+    (written, result.map_err(ExecError::from))
 }

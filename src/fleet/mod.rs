@@ -535,7 +535,10 @@ async fn run_node(
         Err(error) => return (ended(host, NodeResult::Refused, &error, started), false),
     };
     let apply = ApplyOptions {
-        fetch: fetch_mode(target, options.apply.fetch),
+        delivery: crate::steps::Delivery {
+            fetch: fetch_mode(target, options.apply.delivery.fetch),
+            installer: options.apply.delivery.installer.clone(),
+        },
         drain: drain.as_deref(),
         ..options.apply.clone()
     };

@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 
 use crate::converge::{self, ConvergeError, LiveOptions, Prepared};
 use crate::plan::NodePlan;
-use crate::steps::{Action, FetchMode};
+use crate::steps::Action;
 use crate::transport::SshOptions;
 
 use super::probe::{Probed, probe};
@@ -33,7 +33,7 @@ pub struct PlanOptions<'a> {
     /// m.yaml --host NODE`.
     pub hash_command: &'a str,
     /// Who downloads the locked files (`--fetch`); a host's variable overrides it.
-    pub fetch: FetchMode,
+    pub delivery: crate::steps::Delivery,
 }
 
 /// Where a node stands against the manifest.
@@ -191,7 +191,10 @@ async fn plan_node(
                 &lock,
                 urls,
                 options.hash_command,
-                fetch_mode(target, options.fetch),
+                &crate::steps::Delivery {
+                    fetch: fetch_mode(target, options.delivery.fetch),
+                    installer: options.delivery.installer.clone(),
+                },
             )
         });
     match planned {

@@ -32,6 +32,16 @@ pub enum PlanError {
         /// e.g. `/opt/ml-env/bin/python3`.
         python: String,
     },
+    /// The installer cannot run on the node.
+    #[error(
+        "Failed to plan `{node}`: {detail} (use `--installer pip`, or give a uv for the node's machine with `--uv PATH`)"
+    )]
+    Installer {
+        /// e.g. `node0`.
+        node: String,
+        /// e.g. `the uv binary /usr/bin/uv is built for x86_64 and the node is aarch64`.
+        detail: String,
+    },
     /// The pip step could not be planned.
     #[error(transparent)]
     Pip(#[from] steps::pip::PipError),
@@ -59,8 +69,9 @@ pub struct PlanInput<'a> {
     /// The command that records the sha256 of locked files without one, for this
     /// manifest and node, e.g. `upgrade index hash manifests/x.yaml --facts f.json`.
     pub hash_command: &'a str,
-    /// Who downloads the locked files: the node, or the controller (which sends them).
-    pub fetch: steps::FetchMode,
+    /// Who downloads the locked files (the node, or the controller, which sends them)
+    /// and what installs them.
+    pub delivery: &'a steps::Delivery,
 }
 
 /// One node's plan.
@@ -159,9 +170,18 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         index_urls,
         env,
         hash_command,
-        fetch,
+        delivery,
     } = input;
     let python = &manifest.target.python;
+    if let Some(kernel) = &facts.kernel {
+        delivery
+            .installer
+            .runs_on(&kernel.machine)
+            .map_err(|detail| PlanError::Installer {
+                node: node.to_string(),
+                detail,
+            })?;
+    }
     let mut steps = Vec::new();
     let env_step = steps::python_env::plan(&manifest.target, facts).ok_or_else(|| {
         PlanError::NoBaseInterpreter {
@@ -200,7 +220,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
             index_urls,
             hash_command,
             manifest.target.keep_unlocked_packages,
-            *fetch,
+            delivery,
         )?;
         steps.push(pip.step);
         packages = Some(pip.packages);
@@ -225,7 +245,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
                 manifest_dir,
                 build_index,
                 package_facts,
-                *fetch,
+                delivery,
             )?);
         }
     }

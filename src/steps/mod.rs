@@ -7,6 +7,7 @@
 //! never talks to a node (the executor does).
 
 pub mod env;
+pub mod installer;
 pub mod ldconfig;
 pub mod pip;
 pub mod python_env;
@@ -19,6 +20,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::transport::NodeCommand;
+
+pub use installer::Installer;
 
 /// What a step will do, as a plan shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -95,6 +98,16 @@ pub const STAGING_DIR: &str = "/var/tmp/cuda-upgrade";
 /// Where the pip step finds the wheels the controller sent (`--fetch controller`):
 /// one file per locked file, under its own name, inside the root-only staging directory.
 pub const WHEELS_DIR: &str = "/var/tmp/cuda-upgrade/wheels";
+
+/// How a node gets its packages: who downloads the locked files (`--fetch`) and what
+/// installs them (`--installer`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delivery {
+    /// The node itself, or the controller.
+    pub fetch: FetchMode,
+    /// pip, or a uv the controller sends.
+    pub installer: Installer,
+}
 
 /// Who downloads the locked files of a node's packages.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -365,11 +378,13 @@ pub enum Verification {
         /// e.g. `/opt/ml-env/bin/python3`.
         python: PathBuf,
     },
-    /// `pip list` shows exactly these versions (local labels included), none of the
-    /// removed packages, and `pip check` passes.
+    /// The installer's list shows exactly these versions (local labels included), none
+    /// of the removed packages, and its check passes.
     PackagesMatch {
         /// e.g. `/opt/ml-env/bin/python3`.
         python: PathBuf,
+        /// pip or uv: what lists and checks.
+        installer: Installer,
         /// Name and exact version, e.g. `torch`, `2.9.1+cu130`.
         expected: Vec<(String, String)>,
         /// Names that must not be installed.
@@ -384,6 +399,8 @@ pub enum Verification {
         python: PathBuf,
         /// e.g. `sglang`.
         package: String,
+        /// pip or uv: what checks.
+        installer: Installer,
         /// Also run `pip check` (on the last source install).
         pip_check: bool,
     },

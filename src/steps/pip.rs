@@ -16,8 +16,8 @@ use crate::resolve::{Lock, LockedSource};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
 use super::{
-    Action, FetchMode, Operation, Placement, SECRETS_DIR, STAGING_DIR, Step, StepKind,
-    Verification, WHEELS_DIR,
+    Action, Delivery, FetchMode, Installer, Operation, Placement, SECRETS_DIR, STAGING_DIR, Step,
+    StepKind, Verification, WHEELS_DIR,
 };
 
 /// Packages that belong to the environment itself and are never removed.
@@ -164,8 +164,9 @@ pub fn plan(
     index_urls: &BTreeMap<String, String>,
     hash_command: &str,
     keep_unlocked: bool,
-    fetch: FetchMode,
+    delivery: &Delivery,
 ) -> Result<PipPlan, PipError> {
+    let Delivery { fetch, installer } = delivery;
     let installed: BTreeMap<String, Option<String>> = facts
         .packages
         .iter()
@@ -251,15 +252,17 @@ pub fn plan(
         .collect();
     let python_text = python.display().to_string();
     let mut operations = Vec::new();
-    if fetch == FetchMode::Controller && !by_index.is_empty() {
+    if *fetch == FetchMode::Controller && !by_index.is_empty() {
         let file = PathBuf::from(STAGING_DIR).join("requirements-sent.txt");
         let lines: String = by_index.values().flatten().map(String::as_str).collect();
         operations.extend(sent);
         operations.push(Operation::staged(file.clone(), lines.into_bytes()));
         operations.push(Operation::Run(
-            pip_install(NodeCommand::new(python_text.clone()))
+            installer
+                .install(None, &python_text)
                 .args(["--no-index", "--find-links", WHEELS_DIR, "-r"])
-                .arg(file.display().to_string()),
+                .arg(file.display().to_string())
+                .bounded(INSTALL_BOUND),
         ));
         by_index.clear();
     }
@@ -270,10 +273,15 @@ pub fn plan(
             .get(*index)
             .map(String::as_str)
             .unwrap_or_default();
-        operations.extend(install_from(&python_text, index, url, &file));
+        operations.extend(install_from(installer, &python_text, index, url, &file));
     }
     if !remove.is_empty() {
-        operations.push(Operation::Run(uninstall_command(&python_text, &remove)));
+        operations.push(Operation::Run(installer.uninstall(&python_text, &remove)));
+    }
+    if !operations.is_empty()
+        && let Some(send) = installer.send()
+    {
+        operations.insert(0, send);
     }
     let (action, reason) = match (install.is_empty(), remove.is_empty(), installed.is_empty()) {
         (true, true, _) => (
@@ -299,6 +307,7 @@ pub fn plan(
         blocked,
         verification: Some(Verification::PackagesMatch {
             python: python.to_path_buf(),
+            installer: installer.clone(),
             expected,
             absent: remove,
             pip_check: !lock
@@ -311,13 +320,15 @@ pub fn plan(
 }
 
 /// Reads the index URL from the root-only file `$1`, removes the file, and runs the
-/// rest of its arguments with the URL in `PIP_INDEX_URL`: a URL with credentials never
-/// appears on a command line of the node (visible to every user in `ps`).
+/// rest of its arguments with the URL in `PIP_INDEX_URL` (pip) and `UV_INDEX_URL` (uv):
+/// a URL with credentials never appears on a command line of the node (visible to
+/// every user in `ps`).
 const WITH_INDEX_SCRIPT: &str = r#"set -eu
 file=$1; shift
 PIP_INDEX_URL=$(cat -- "$file")
 rm -f -- "$file"
-export PIP_INDEX_URL
+UV_INDEX_URL=$PIP_INDEX_URL
+export PIP_INDEX_URL UV_INDEX_URL
 exec "$@"
 "#;
 
@@ -325,64 +336,45 @@ exec "$@"
 /// `python -m pip install --no-deps --require-hashes … --index-url URL -r FILE`. A URL
 /// with credentials (`https://user:token@…`, `?token=…`) is written to a root-only file
 /// under [`SECRETS_DIR`] and reaches pip through its environment instead.
-/// `PYTHON -m pip uninstall -y -- NAMES…`.
-pub fn uninstall_command(python: &str, names: &[String]) -> NodeCommand {
-    NodeCommand::new(python.to_string())
-        .args([
-            "-m",
-            "pip",
-            "uninstall",
-            "-y",
-            "--disable-pip-version-check",
-            "--",
-        ])
-        .args(names.iter().cloned())
-}
-
-fn install_from(python: &str, index: &str, url: &str, requirements: &Path) -> Vec<Operation> {
-    let pip = pip_install;
+fn install_from(
+    installer: &Installer,
+    python: &str,
+    index: &str,
+    url: &str,
+    requirements: &Path,
+) -> Vec<Operation> {
+    let requirements = requirements.display().to_string();
     if !has_credentials(url) {
         return vec![Operation::Run(
-            pip(NodeCommand::new(python))
+            installer
+                .install(None, python)
                 .arg("--index-url")
                 .arg(url.to_string())
                 .arg("-r")
-                .arg(requirements.display().to_string()),
+                .arg(requirements)
+                .bounded(INSTALL_BOUND),
         )];
     }
     let secret = PathBuf::from(SECRETS_DIR).join(format!("pip-index-{index}.url"));
+    let wrapper = NodeCommand::new("sh")
+        .arg("-c")
+        .script("pip-index-from-file", WITH_INDEX_SCRIPT)
+        .arg("pip-index")
+        .arg(secret.display().to_string());
     vec![
         Operation::Upload {
-            path: secret.clone(),
+            path: secret,
             placement: Placement::Secret,
             content: url.as_bytes().to_vec(),
         },
         Operation::Run(
-            pip(NodeCommand::new("sh")
-                .arg("-c")
-                .script("pip-index-from-file", WITH_INDEX_SCRIPT)
-                .arg("pip-index")
-                .arg(secret.display().to_string())
-                .arg(python))
-            .arg("-r")
-            .arg(requirements.display().to_string()),
+            installer
+                .install(Some(wrapper), python)
+                .arg("-r")
+                .arg(requirements)
+                .bounded(INSTALL_BOUND),
         ),
     ]
-}
-
-/// `COMMAND -m pip install --no-deps --require-hashes …`, bounded as an install.
-fn pip_install(command: NodeCommand) -> NodeCommand {
-    command
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--require-hashes",
-            "--no-input",
-        ])
-        .args(["--disable-pip-version-check", "--no-cache-dir"])
-        .bounded(INSTALL_BOUND)
 }
 
 /// Why the step blocks on files without a sha256, ending in the one command that
@@ -424,7 +416,13 @@ mod tests {
             format!("https://user:{TOKEN}@index.example.invalid/simple"),
             format!("https://index.example.invalid/simple?token={TOKEN}"),
         ] {
-            let operations = install_from("/opt/env/bin/python3", "private", &url, requirements);
+            let operations = install_from(
+                &Installer::Pip,
+                "/opt/env/bin/python3",
+                "private",
+                &url,
+                requirements,
+            );
             let [
                 Operation::Upload {
                     path,
@@ -448,6 +446,7 @@ mod tests {
     fn a_plain_index_url_is_an_argument() {
         let url = "https://download.example.invalid/whl/cu130";
         let operations = install_from(
+            &Installer::Pip,
             "/opt/env/bin/python3",
             "cu130",
             url,

@@ -12,8 +12,8 @@ use crate::manifest::{GitSource, has_credentials, redact_url};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
 use super::{
-    Action, BuildRequirements, FetchMode, Operation, Placement, SECRETS_DIR, Step, StepKind,
-    Verification,
+    Action, BuildRequirements, Delivery, FetchMode, Installer, Operation, Placement, SECRETS_DIR,
+    Step, StepKind, Verification,
 };
 
 /// Where checkouts live on the node.
@@ -41,8 +41,10 @@ pub enum SourceError {
 }
 
 /// Fetch, check out, patch, install, record. Arguments: url rev checkout python
-/// subdirectory record package index-url git-url-file index-url-file find-links
-/// patch... The build runs isolated, its build requirements from the index (empty: pip's
+/// subdirectory record package index-url git-url-file index-url-file find-links uv
+/// patch... The build runs isolated, with pip, or with `uv` when its path is given
+/// (its flags are [`super::installer::UV_INSTALL_FLAGS`], and `--reinstall`: a patched
+/// tree of the same version is built again), its build requirements from the index (empty: pip's
 /// own configuration on the node; [`NO_INDEX`]: no index at all) and from the
 /// `find-links` directory the controller sent them to (empty: none).
 ///
@@ -53,7 +55,7 @@ pub enum SourceError {
 /// `PIP_INDEX_URL`. Every value git reads as an argument comes after `--` or
 /// `--end-of-options`.
 const INSTALL_SCRIPT: &str = r#"set -eu
-url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; index_url=$8; git_url_file=$9; index_url_file=${10}; find_links=${11}; shift 11
+url=$1; rev=$2; checkout=$3; python=$4; subdirectory=$5; record=$6; package=$7; index_url=$8; git_url_file=$9; index_url_file=${10}; find_links=${11}; uv=${12}; shift 12
 if [ -n "$git_url_file" ]; then
     real_url=$(cat -- "$git_url_file"); rm -f -- "$git_url_file"
     GIT_CONFIG_COUNT=1; GIT_CONFIG_KEY_0="url.$real_url.insteadOf"; GIT_CONFIG_VALUE_0=$url
@@ -61,7 +63,8 @@ if [ -n "$git_url_file" ]; then
 fi
 if [ -n "$index_url_file" ]; then
     PIP_INDEX_URL=$(cat -- "$index_url_file"); rm -f -- "$index_url_file"
-    export PIP_INDEX_URL
+    UV_INDEX_URL=$PIP_INDEX_URL
+    export PIP_INDEX_URL UV_INDEX_URL
 fi
 no_index=
 if [ "$index_url" = - ]; then no_index=1; index_url=; fi
@@ -86,7 +89,13 @@ for patch in "$@"; do
     fi
 done
 commit=$(git -C "$checkout" rev-parse HEAD)
-"$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${no_index:+--no-index} ${index_url:+--index-url "$index_url"} ${find_links:+--find-links "$find_links"} -- "$checkout/$subdirectory"
+# The controller sends a build requirements directory only when there are some.
+if [ -n "$find_links" ] && [ ! -d "$find_links" ]; then find_links=; fi
+if [ -n "$uv" ]; then
+    "$uv" pip install --python "$python" --no-deps --no-cache --link-mode copy --compile-bytecode --reinstall ${no_index:+--no-index} ${index_url:+--index-url "$index_url"} ${find_links:+--find-links "$find_links"} -- "$checkout/$subdirectory"
+else
+    "$python" -m pip install --no-deps --no-input --disable-pip-version-check --no-cache-dir ${no_index:+--no-index} ${index_url:+--index-url "$index_url"} ${find_links:+--find-links "$find_links"} -- "$checkout/$subdirectory"
+fi
 mkdir -p -- "$(dirname -- "$record")"
 "$python" - "$record" "$package" "$url" "$rev" "$commit" "$subdirectory" "$python" "$@" <<'PYTHON'
 import hashlib, json, os, sys
@@ -113,8 +122,9 @@ pub fn plan(
     manifest_dir: &Path,
     build_index: Option<(&str, &str)>,
     facts: &NodeFacts,
-    fetch: FetchMode,
+    delivery: &Delivery,
 ) -> Result<Step, SourceError> {
+    let Delivery { fetch, installer } = delivery;
     let mut patches = Vec::new();
     for path in &git.patches {
         let full = manifest_dir.join(path);
@@ -174,6 +184,7 @@ pub fn plan(
     let mut operations = Vec::new();
     let mut staged = Vec::new();
     if action != Action::NoOp {
+        operations.extend(installer.send());
         for (index, (path, content)) in patches.into_iter().enumerate() {
             let name = path.file_name().map_or_else(
                 || format!("{index}.patch"),
@@ -260,6 +271,10 @@ pub fn plan(
                 .arg(git_url_file)
                 .arg(index_url_file)
                 .arg(find_links)
+                .arg(match installer {
+                    Installer::Pip => String::new(),
+                    Installer::Uv(_) => super::installer::UV_PATH.to_string(),
+                })
                 .args(staged)
                 .bounded(INSTALL_BOUND),
         ));
@@ -274,6 +289,7 @@ pub fn plan(
         verification: Some(Verification::SourceInstalled {
             python: python.to_path_buf(),
             package: package.to_string(),
+            installer: installer.clone(),
             pip_check: true,
         }),
     })
@@ -329,7 +345,7 @@ mod tests {
             Path::new("."),
             Some(("default", &index)),
             &facts(),
-            FetchMode::Node,
+            &Delivery::default(),
         )
         .unwrap();
         assert!(!step.reason.contains(TOKEN), "{}", step.reason);
@@ -397,7 +413,7 @@ mod tests {
             .arg(&checkout)
             .args(["python3", "", "/nonexistent", "pkg", ""])
             .arg(&secret)
-            .args(["", ""])
+            .args(["", "", ""])
             .output()
             .unwrap();
         assert!(
@@ -407,5 +423,15 @@ mod tests {
         );
         assert!(checkout.join(".git").is_dir());
         assert!(!secret.exists(), "the secret file is removed once read");
+    }
+
+    /// The script's uv line uses the installer's flags: one list of them.
+    #[test]
+    fn the_script_installs_with_the_installers_uv_flags() {
+        let flags = super::super::installer::UV_INSTALL_FLAGS.join(" ");
+        assert!(
+            INSTALL_SCRIPT.contains(&format!("--python \"$python\" {flags} --reinstall")),
+            "{flags}"
+        );
     }
 }

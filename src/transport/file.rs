@@ -111,8 +111,10 @@ exec cat -- "$target"
 /// The write script; see the module's documentation.
 const WRITE_SCRIPT: &str = r#"set -eu
 umask 022
-path=$1 new_mode=$2 secret=$3 private=$4 expected=$5 images=$6
 self=$(id -u)
+# The private directories checked so far in this run, one a line.
+checked="
+"
 fail() {
     printf '%s\n' "$*" >&2
     exit 3
@@ -140,6 +142,9 @@ safe_dir() {
 # private_dir DIR: DIR (canonical) is ours alone: created 0700 when missing, refused when
 # another user owns it or others may write to it, and safe all the way up.
 private_dir() {
+    case $checked in *"
+$1
+"*) return 0 ;; esac
     existing=$1
     while [ ! -e "$existing" ]; do
         existing=$(dirname -- "$existing")
@@ -157,12 +162,18 @@ private_dir() {
     [ "$owner" = "$self" ] || fail "refusing \`$1\`: it is owned by uid $owner, not by uid $self; remove it or let root own it"
     [ $(( 0$dir_mode & 022 )) -eq 0 ] || fail "refusing \`$1\`: its mode $dir_mode lets other users write to it"
     safe_dir "$(dirname -- "$1")"
+    checked="$checked$1
+"
 }
 # canonical PATH: PATH with every symbolic link resolved, missing components kept.
 canonical() {
     readlink -m -- "$1" 2>/dev/null || realpath -m -- "$1" 2>/dev/null ||
         python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$1"
 }
+# write_one PATH NEW_MODE SECRET PRIVATE EXPECTED IMAGES SIZE: one file from stdin (SIZE
+# bytes of it, or all of it when SIZE is empty).
+write_one() {
+path=$1 new_mode=$2 secret=$3 private=$4 expected=$5 images=$6 size=$7
 # Every symbolic link on the way is followed: the real target is replaced, links stay.
 target=$(canonical "$path") || fail "cannot resolve \`$path\`"
 [ -n "$target" ] || fail "cannot resolve \`$path\`"
@@ -213,7 +224,13 @@ if [ -e "$target" ] && [ "$secret" != 1 ]; then
     cp --attributes-only --preserve=mode,ownership,xattr,context -- "$target" "$temporary" 2>/dev/null ||
         cp --attributes-only --preserve=mode,ownership,xattr -- "$target" "$temporary" 2>/dev/null || true
 fi
-cat >"$temporary"
+if [ -n "$size" ]; then
+    # GNU head reads no byte past the count: the next file's bytes stay on stdin.
+    head -c "$size" >"$temporary"
+    [ "$(wc -c <"$temporary")" -eq "$size" ] || fail "\`$target\`: the input ended early; nothing was written"
+else
+    cat >"$temporary"
+fi
 chown -- "$uid:$gid" "$temporary"
 chmod -- "$mode" "$temporary"
 sync -- "$temporary" 2>/dev/null || true
@@ -222,6 +239,17 @@ after=${sum%% *}
 mv -f -- "$temporary" "$target"
 trap - EXIT
 printf 'wrote\t%s\t%s\t%s\n' "$target" "$before" "$after"
+}
+if [ "$1" = --batch ]; then
+    # Seven arguments a file; their contents follow each other on stdin.
+    shift
+    while [ $# -ge 7 ]; do
+        write_one "$1" "$2" "$3" "$4" "$5" "$6" "$7"
+        shift 7
+    done
+else
+    write_one "$1" "$2" "$3" "$4" "$5" "$6" ""
+fi
 "#;
 
 /// The remove script: the real target goes only when it still has the expected digest.
@@ -313,30 +341,14 @@ impl Transport {
         content: Stdin<'_>,
         spec: &WriteSpec,
     ) -> Result<Written, TransportError> {
-        let expected = match &spec.expected {
-            Expected::Any => "any".to_string(),
-            Expected::Absent => "absent".to_string(),
-            Expected::Sha256(digest) => digest.clone(),
-        };
-        let flag = |on: bool| if on { "1" } else { "0" };
         let command = NodeCommand::new("sh")
             .arg("-c")
             .script("write-file", WRITE_SCRIPT)
             .arg("write-file")
-            .arg(spec.path.display().to_string())
-            .arg(format!("{:o}", spec.new_mode))
-            .arg(flag(spec.secret))
-            .arg(flag(spec.private_directory))
-            .arg(expected)
-            .arg(
-                spec.before_images
-                    .as_ref()
-                    .map(|dir| dir.display().to_string())
-                    .unwrap_or_default(),
-            )
+            .args(spec_args(spec))
             // A streamed file (a runfile of gigabytes) may take long over a slow link.
             .bounded(match content {
-                Stdin::File(_) => super::INSTALL_BOUND,
+                Stdin::File(_) | Stdin::Chain(_) => super::INSTALL_BOUND,
                 Stdin::Null | Stdin::Bytes(_) => super::DEFAULT_BOUND,
             });
         let output = self.run_with(&command, content).await?;
@@ -350,14 +362,111 @@ impl Transport {
         }
         let text = output.stdout_text();
         let line = text.lines().last().unwrap_or_default();
-        let mut fields = line.split('\t');
-        match (fields.next(), fields.next(), fields.next(), fields.next()) {
-            (Some("wrote"), Some(real_path), Some(before), Some(after)) => Ok(Written {
-                real_path: PathBuf::from(real_path),
-                before_image: (!before.is_empty()).then(|| before.to_string()),
-                after: after.to_string(),
-            }),
-            _ => Err(failed(format!("unexpected answer `{line}`"))),
+        parse_written(line).ok_or_else(|| failed(format!("unexpected answer `{line}`")))
+    }
+
+    /// Write each `(content, spec)` as [`Self::write_file`] does, all in one command
+    /// (one round trip, the private directories checked once): the contents follow each
+    /// other on its stdin. Returns what was written, in order, and the error of the
+    /// first file that could not be (the files after it are not written).
+    pub async fn write_files(
+        &self,
+        files: &[(Stdin<'_>, &WriteSpec)],
+    ) -> (Vec<Written>, Result<(), TransportError>) {
+        match files {
+            [] => return (Vec::new(), Ok(())),
+            [(content, spec)] => {
+                return match self.write_file(*content, spec).await {
+                    Ok(written) => (vec![written], Ok(())),
+                    Err(error) => (Vec::new(), Err(error)),
+                };
+            }
+            _ => {}
         }
+        let mut command = NodeCommand::new("sh")
+            .arg("-c")
+            .script("write-file", WRITE_SCRIPT)
+            .arg("write-file")
+            .arg("--batch")
+            .bounded(super::INSTALL_BOUND);
+        for (content, spec) in files {
+            let size = match content {
+                Stdin::Null => Ok(0),
+                Stdin::Bytes(bytes) => Ok(bytes.len() as u64),
+                Stdin::File(path) => std::fs::metadata(path).map(|meta| meta.len()),
+                Stdin::Chain(_) => Err(std::io::Error::other("a nested input")),
+            };
+            let size = match size {
+                Ok(size) => size,
+                Err(error) => {
+                    return (
+                        Vec::new(),
+                        Err(TransportError::WriteFile {
+                            host: self.name().to_string(),
+                            path: spec.path.display().to_string(),
+                            message: error.to_string(),
+                        }),
+                    );
+                }
+            };
+            command = command.args(spec_args(spec)).arg(size.to_string());
+        }
+        let contents: Vec<Stdin<'_>> = files.iter().map(|(content, _)| *content).collect();
+        let output = match self.run_with(&command, Stdin::Chain(&contents)).await {
+            Ok(output) => output,
+            Err(error) => return (Vec::new(), Err(error)),
+        };
+        let written: Vec<Written> = output
+            .stdout_text()
+            .lines()
+            .filter_map(parse_written)
+            .collect();
+        let result = match files.get(written.len()) {
+            None => Ok(()),
+            Some((_, spec)) => Err(TransportError::WriteFile {
+                host: self.name().to_string(),
+                path: spec.path.display().to_string(),
+                message: if output.success() {
+                    "the batch ended before this file".to_string()
+                } else {
+                    output.tail(5)
+                },
+            }),
+        };
+        (written, result)
+    }
+}
+
+/// The write script's six arguments for `spec`: path, new mode, secret, private,
+/// expected content and before-images directory.
+fn spec_args(spec: &WriteSpec) -> [String; 6] {
+    let flag = |on: bool| if on { "1" } else { "0" }.to_string();
+    [
+        spec.path.display().to_string(),
+        format!("{:o}", spec.new_mode),
+        flag(spec.secret),
+        flag(spec.private_directory),
+        match &spec.expected {
+            Expected::Any => "any".to_string(),
+            Expected::Absent => "absent".to_string(),
+            Expected::Sha256(digest) => digest.clone(),
+        },
+        spec.before_images
+            .as_ref()
+            .map(|dir| dir.display().to_string())
+            .unwrap_or_default(),
+    ]
+}
+
+/// `wrote<TAB>real path<TAB>before-image digest (may be empty)<TAB>digest written`.
+fn parse_written(line: &str) -> Option<Written> {
+    let mut fields = line.split('\t');
+    match (fields.next(), fields.next(), fields.next(), fields.next()) {
+        (Some("wrote"), Some(real_path), Some(before), Some(after)) => Some(Written {
+            real_path: PathBuf::from(real_path),
+            before_image: (!before.is_empty()).then(|| before.to_string()),
+            after: after.to_string(),
+        }),
+        _ => None,
     }
 }

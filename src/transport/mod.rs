@@ -35,6 +35,8 @@ pub enum Stdin<'a> {
     Bytes(&'a [u8]),
     /// A file on this machine, streamed (e.g. a 4 GiB runfile).
     File(&'a Path),
+    /// These inputs one after another (a batch of file writes); not nested.
+    Chain(&'a [Stdin<'a>]),
 }
 
 impl<'a> From<Option<&'a [u8]>> for Stdin<'a> {
@@ -119,14 +121,26 @@ async fn feed<W: tokio::io::AsyncWrite + Unpin>(
     stdin: Stdin<'_>,
 ) -> std::io::Result<()> {
     use tokio::io::AsyncWriteExt;
-    match stdin {
-        Stdin::Null => {}
-        Stdin::Bytes(bytes) => pipe.write_all(bytes).await?,
-        Stdin::File(path) => {
-            let mut file = tokio::fs::File::open(path).await.map_err(|error| {
-                std::io::Error::new(error.kind(), format!("{}: {error}", path.display()))
-            })?;
-            tokio::io::copy(&mut file, &mut pipe).await?;
+    let parts = match stdin {
+        Stdin::Chain(parts) => parts,
+        single => &[single][..],
+    };
+    for part in parts {
+        match part {
+            Stdin::Null => {}
+            Stdin::Bytes(bytes) => pipe.write_all(bytes).await?,
+            Stdin::File(path) => {
+                let mut file = tokio::fs::File::open(path).await.map_err(|error| {
+                    std::io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+                })?;
+                tokio::io::copy(&mut file, &mut pipe).await?;
+            }
+            Stdin::Chain(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a chain of inputs inside a chain",
+                ));
+            }
         }
     }
     pipe.shutdown().await

@@ -110,3 +110,21 @@ pub fn torch_snapshot(dir: &Path, name: &str, versions: &[&str]) -> PathBuf {
     .unwrap();
     path
 }
+
+/// uv from the Python index (`uv==0.13.9`), in a tool environment under the target
+/// directory.
+pub fn uv() -> PathBuf {
+    let tools = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tools/uv");
+    let setup = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tool-venv"))
+        .arg(&tools)
+        .arg("uv==0.13.9")
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    let python = PathBuf::from(String::from_utf8(setup.stdout).unwrap().trim());
+    python.with_file_name("uv")
+}
