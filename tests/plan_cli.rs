@@ -107,6 +107,62 @@ fn plan_shows_what_the_controller_sends() {
     );
 }
 
+/// `--installer uv` shows the controller's uv sent and run; a uv that cannot be read, is
+/// no executable, or is built for another machine than the node's is refused with its
+/// path, before anything is planned.
+#[test]
+fn plan_with_uv_sends_it_and_refuses_a_binary_no_node_can_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = venv_manifest(dir.path(), "uv", TORCH_ONLY);
+    let snapshot = torch_snapshot(dir.path());
+    let plan = |uv: &Path| {
+        let uv = uv.display().to_string();
+        plan_on_h200(&manifest, &snapshot, &["--installer", "uv", "--uv", &uv])
+    };
+    // Any x86_64 executable stands for uv here: the plan only names it.
+    let output = plan(Path::new(env!("CARGO_BIN_EXE_upgrade")));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("/var/lib/cuda-upgrade/tools/uv")
+            && text.contains("/var/lib/cuda-upgrade/tools/uv pip install --python"),
+        "{text}"
+    );
+    let missing = dir.path().join("missing-uv");
+    let output = plan(&missing);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("cannot read the uv binary {}", missing.display())),
+        "{}",
+        stderr(&output)
+    );
+    let script = dir.path().join("uv-script");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    let output = plan(&script);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is not a Linux executable"),
+        "{}",
+        stderr(&output)
+    );
+    // A 64-bit ELF header for aarch64: the H200 node is x86_64.
+    let mut header = vec![0u8; 64];
+    header[..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+    header[16] = 2;
+    header[18] = 0xb7;
+    header[20] = 1;
+    header[52] = 64;
+    let arm = dir.path().join("uv-aarch64");
+    std::fs::write(&arm, header).unwrap();
+    let output = plan(&arm);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("is built for aarch64 and the node is x86_64"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 /// The venv holds torch 2.11.0 and 195 other packages; the lock names torch 2.9.1 only.
 /// The header counts every removal, the downgrade is listed by name, and JSON carries
 /// every list in full.

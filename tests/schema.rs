@@ -8,6 +8,8 @@
     reason = "a test fails loudly at the first surprise"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -57,18 +59,7 @@ fn manifests(folders: &[&str]) -> Vec<PathBuf> {
 
 /// The validator's verdict on each file: `ok` or `invalid: …`.
 fn validate(files: &[PathBuf]) -> BTreeMap<PathBuf, String> {
-    let tools = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tools/jsonschema");
-    let setup = Command::new(root().join("scripts/tool-venv"))
-        .arg(&tools)
-        .arg(JSONSCHEMA)
-        .output()
-        .unwrap();
-    assert!(
-        setup.status.success(),
-        "{}",
-        String::from_utf8_lossy(&setup.stderr)
-    );
-    let python = String::from_utf8(setup.stdout).unwrap().trim().to_string();
+    let python = common::cli::tool_python("jsonschema", JSONSCHEMA);
     let json_dir = tempfile::tempdir().unwrap();
     let mut args = Vec::new();
     let mut back = BTreeMap::new();

@@ -70,6 +70,20 @@ pub fn is_elf64(bytes: &[u8]) -> bool {
     bytes.len() >= 5 && bytes[..4] == *b"\x7fELF" && bytes[4] == elf::ELFCLASS64.0
 }
 
+/// The machine a 64-bit ELF executable runs on, as `uname -m` names it (`x86_64`,
+/// `aarch64`); `None` for any other file or machine.
+pub fn machine(bytes: &[u8]) -> Option<&'static str> {
+    if !is_elf64(bytes) {
+        return None;
+    }
+    let header = FileHeader64::<Endianness>::parse(bytes).ok()?;
+    match header.e_machine(header.endian().ok()?) {
+        elf::EM_X86_64 => Some("x86_64"),
+        elf::EM_AARCH64 => Some("aarch64"),
+        _ => None,
+    }
+}
+
 /// The ranges of a file that [`parse`] needs, read through `read_at(offset, length)`:
 /// the header, the section headers, the section names and the dynamic tables with
 /// their string tables. `Ok(None)` when the file is not a 64-bit ELF file.

@@ -113,7 +113,7 @@ impl UvBinary {
             path: local.clone(),
             source,
         })?;
-        let machine = elf_machine(&bytes).ok_or_else(|| InstallerError::NotElf {
+        let machine = crate::abi::elf::machine(&bytes).ok_or_else(|| InstallerError::NotElf {
             path: local.clone(),
         })?;
         let sha256 = hex::encode(sha2::Sha256::digest(&bytes))
@@ -126,18 +126,6 @@ impl UvBinary {
             sha256,
             machine: machine.to_string(),
         })
-    }
-}
-
-/// The machine of a 64-bit little-endian ELF executable, as `uname -m` names it.
-fn elf_machine(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.get(..4)? != b"\x7fELF" || bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
-        return None;
-    }
-    match u16::from_le_bytes([*bytes.get(18)?, *bytes.get(19)?]) {
-        0x3e => Some("x86_64"),
-        0xb7 => Some("aarch64"),
-        _ => None,
     }
 }
 

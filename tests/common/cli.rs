@@ -111,13 +111,15 @@ pub fn torch_snapshot(dir: &Path, name: &str, versions: &[&str]) -> PathBuf {
     path
 }
 
-/// uv from the Python index (`uv==0.13.9`), in a tool environment under the target
-/// directory.
-pub fn uv() -> PathBuf {
-    let tools = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tools/uv");
+/// The interpreter of the tool environment `name` under the target directory, with
+/// `package` (e.g. `uv==0.13.9`) from the Python index (`scripts/tool-venv`).
+pub fn tool_python(name: &str, package: &str) -> PathBuf {
+    let tools = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("tools")
+        .join(name);
     let setup = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tool-venv"))
         .arg(&tools)
-        .arg("uv==0.13.9")
+        .arg(package)
         .output()
         .unwrap();
     assert!(
@@ -125,6 +127,11 @@ pub fn uv() -> PathBuf {
         "{}",
         String::from_utf8_lossy(&setup.stderr)
     );
-    let python = PathBuf::from(String::from_utf8(setup.stdout).unwrap().trim());
-    python.with_file_name("uv")
+    PathBuf::from(String::from_utf8(setup.stdout).unwrap().trim())
+}
+
+/// uv from the Python index (`uv==0.13.9`), in a tool environment under the target
+/// directory.
+pub fn uv() -> PathBuf {
+    tool_python("uv", "uv==0.13.9").with_file_name("uv")
 }
