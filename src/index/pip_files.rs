@@ -87,7 +87,7 @@ struct Interpreter {
 
 impl Interpreter {
     fn locate(python: &Path, lookup: Lookup<'_>) -> Option<Self> {
-        let path = on_path(python, lookup)?;
+        let path = crate::settings::env::on_path(python, lookup)?;
         let path = follow_pyenv(&path, lookup).unwrap_or(path);
         let real = fs_err::canonicalize(&path).ok()?;
         if !is_elf(&real) {
@@ -156,17 +156,6 @@ fn site_packages(root: &Path, version: Option<&str>) -> Vec<PathBuf> {
         .collect();
     found.sort();
     found
-}
-
-/// `python` itself when it names a path, else its first executable match on `PATH`.
-fn on_path(python: &Path, lookup: Lookup<'_>) -> Option<PathBuf> {
-    if python.components().count() > 1 {
-        return Some(python.to_path_buf());
-    }
-    let path = lookup("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(python))
-        .find(|candidate| candidate.is_file())
 }
 
 /// The interpreter a pyenv shim runs: `None` unless `path` is one and the version is

@@ -54,6 +54,21 @@ pub fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
+/// `program` itself when it names a path (`./uv`, `/usr/bin/python3`), else its first
+/// match on the `PATH` that `lookup` reads (e.g. [`var`]).
+pub fn on_path(
+    program: &std::path::Path,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Option<std::path::PathBuf> {
+    if program.components().count() > 1 {
+        return Some(program.to_path_buf());
+    }
+    let path = lookup("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
 /// Every environment variable that is UTF-8, as `(name, value)`; for fingerprints of what
 /// a child process reads (e.g. pip's `PIP_*`), never interpreted here.
 pub fn all() -> Vec<(String, String)> {

@@ -101,12 +101,7 @@ impl UvBinary {
     pub fn find(path: Option<&Path>) -> Result<Self, InstallerError> {
         let local = match path {
             Some(path) => path.to_path_buf(),
-            None => std::env::var_os("PATH")
-                .and_then(|paths| {
-                    std::env::split_paths(&paths)
-                        .map(|dir| dir.join("uv"))
-                        .find(|candidate| candidate.is_file())
-                })
+            None => crate::settings::env::on_path(Path::new("uv"), &crate::settings::env::var)
                 .ok_or(InstallerError::NotFound)?,
         };
         let bytes = fs_err::read(&local).map_err(|source| InstallerError::Read {
@@ -130,14 +125,6 @@ impl UvBinary {
 }
 
 impl Installer {
-    /// `pip` or `uv`.
-    pub fn kind(&self) -> InstallerKind {
-        match self {
-            Self::Pip => InstallerKind::Pip,
-            Self::Uv(_) => InstallerKind::Uv,
-        }
-    }
-
     /// The operation that puts the installer on the node before a step uses it: for uv,
     /// the controller's binary (sent only when the node lacks that digest there).
     pub fn send(&self) -> Option<Operation> {
