@@ -224,7 +224,8 @@ pub enum Operation {
         content: Vec<u8>,
     },
     /// Fetch a file on the controller (once, verified against its sha256), then
-    /// stream it into the staging directory on the node.
+    /// stream it into the staging directory on the node, unless the node already has a
+    /// file of that digest there.
     Transfer {
         /// e.g. the runfile's URL.
         url: String,
