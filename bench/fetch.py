@@ -111,7 +111,7 @@ def one(size, mode, work, upgrade, uv):
                  "bytes": after["bytes"] - before["bytes"],
                  "requests": after["requests"] - before["requests"],
                  "phases": phases(run_dir / "run")}
-        fleet.log(f"  {size} node(s), --fetch {mode}: {seconds:.2f} s, "
+        fleet.log(f"  {size} node(s), {mode}: {seconds:.2f} s, "
                   f"{entry['bytes'] / 1e6:.2f} MB in {entry['requests']} requests, ok={ok}")
         return entry
     finally:
