@@ -419,6 +419,47 @@ async fn a_batch_of_writes_is_one_command_with_the_same_guarantees() {
     );
     assert_eq!(mode(&dir.path().join("staging")), 0o700);
 
+    // Files of one directory: a link among them is still followed, and a directory
+    // reached through a link is written in its real place.
+    let conf = dir.path().join("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("a.conf"), "a").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("etc/b-real.conf"), conf.join("b.conf")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("etc"), dir.path().join("via")).unwrap();
+    let names = [
+        conf.join("a.conf"),
+        conf.join("b.conf"),
+        conf.join("c.conf"),
+        dir.path().join("via/d.conf"),
+        dir.path().join("via/e.conf"),
+    ];
+    let specs: Vec<WriteSpec> = names.iter().map(|name| spec(dir.path(), name)).collect();
+    let batch: Vec<(Stdin<'_>, &WriteSpec)> = specs
+        .iter()
+        .map(|spec| (Stdin::Bytes(b"x"), spec))
+        .collect();
+    let (written, result) = transport.write_files(&batch).await;
+    result.unwrap();
+    let real_paths: Vec<PathBuf> = written.into_iter().map(|w| w.real_path).collect();
+    let real_dir = std::fs::canonicalize(dir.path()).unwrap();
+    assert_eq!(
+        real_paths,
+        [
+            real_dir.join("conf/a.conf"),
+            real_dir.join("etc/b-real.conf"),
+            real_dir.join("conf/c.conf"),
+            real_dir.join("etc/d.conf"),
+            real_dir.join("etc/e.conf"),
+        ]
+    );
+    assert!(
+        std::fs::symlink_metadata(conf.join("b.conf"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read(dir.path().join("etc/e.conf")).unwrap(), b"x");
+
     // The second file's private directory is open to others: the first is written, the
     // second and third are not, and the error names the second.
     let open = dir.path().join("open");

@@ -112,12 +112,25 @@ exec cat -- "$target"
 const WRITE_SCRIPT: &str = r#"set -eu
 umask 022
 self=$(id -u)
-# The private directories checked so far in this run, one a line.
+group=
+# The private directories checked so far in this run, and the directories found safe,
+# one a line: a batch checks each once.
 checked="
 "
+safe="
+"
+# The last file's directory as named and as resolved, and the last before-images
+# directory as named and as resolved: files of one directory resolve it once.
+last_parent= last_real= images_named= images_real=
 fail() {
     printf '%s\n' "$*" >&2
     exit 3
+}
+# up PATH: sets `up` to the directory above PATH (absolute and canonical), as `dirname`
+# would, without starting a process.
+up() {
+    up=${1%/*}
+    [ -n "$up" ] || up=/
 }
 # safe_dir DIR: DIR (canonical) and every directory above it belong to root or to us and
 # nobody else may write to them (a sticky directory such as /var/tmp is safe): then no
@@ -125,6 +138,9 @@ fail() {
 safe_dir() {
     dir=$1
     while :; do
+        case $safe in *"
+$dir
+"*) return 0 ;; esac
         owner_mode=$(stat -c '%u %a' -- "$dir") || fail "cannot inspect \`$dir\`"
         owner=${owner_mode% *}
         dir_mode=${owner_mode#* }
@@ -135,8 +151,11 @@ safe_dir() {
         if [ $(( 0$dir_mode & 022 )) -ne 0 ] && [ $(( 0$dir_mode & 01000 )) -eq 0 ]; then
             fail "refusing \`$dir\`: its mode $dir_mode lets other users write to it"
         fi
+        safe="$safe$dir
+"
         [ "$dir" = / ] && return 0
-        dir=$(dirname -- "$dir")
+        up "$dir"
+        dir=$up
     done
 }
 # private_dir DIR: DIR (canonical) is ours alone: created 0700 when missing, refused when
@@ -147,12 +166,14 @@ $1
 "*) return 0 ;; esac
     existing=$1
     while [ ! -e "$existing" ]; do
-        existing=$(dirname -- "$existing")
+        up "$existing"
+        existing=$up
     done
     if [ "$existing" != "$1" ]; then
         # Nothing is created below a directory another user could change.
         safe_dir "$existing"
-        mkdir -p -- "$(dirname -- "$1")"
+        up "$1"
+        mkdir -p -- "$up"
         mkdir -m 700 -- "$1" 2>/dev/null || true
     fi
     [ -d "$1" ] || fail "refusing \`$1\`: it is not a directory"
@@ -161,7 +182,8 @@ $1
     dir_mode=${owner_mode#* }
     [ "$owner" = "$self" ] || fail "refusing \`$1\`: it is owned by uid $owner, not by uid $self; remove it or let root own it"
     [ $(( 0$dir_mode & 022 )) -eq 0 ] || fail "refusing \`$1\`: its mode $dir_mode lets other users write to it"
-    safe_dir "$(dirname -- "$1")"
+    up "$1"
+    safe_dir "$up"
     checked="$checked$1
 "
 }
@@ -175,9 +197,27 @@ canonical() {
 write_one() {
 path=$1 new_mode=$2 secret=$3 private=$4 expected=$5 images=$6 size=$7
 # Every symbolic link on the way is followed: the real target is replaced, links stay.
-target=$(canonical "$path") || fail "cannot resolve \`$path\`"
-[ -n "$target" ] || fail "cannot resolve \`$path\`"
-directory=$(dirname -- "$target")
+# A file that is no link, in the directory the last one was in, is that directory's
+# real path and its name.
+target=
+name=${path##*/}
+case $path:$name in
+    /*:|/*:.|/*:..) ;;
+    /*) if [ "${path%/*}" = "$last_parent" ] && [ -n "$last_real" ] && [ ! -L "$path" ]; then
+            target=${last_real%/}/$name
+        fi ;;
+esac
+if [ -z "$target" ]; then
+    target=$(canonical "$path") || fail "cannot resolve \`$path\`"
+    [ -n "$target" ] || fail "cannot resolve \`$path\`"
+    case $path:$name in
+        /*:|/*:.|/*:..) last_real= ;;
+        /*) if [ -L "$path" ]; then last_real=; else last_parent=${path%/*}; up "$target"; last_real=$up; fi ;;
+        *) last_real= ;;
+    esac
+fi
+up "$target"
+directory=$up
 if [ "$private" = 1 ]; then
     private_dir "$directory"
 else
@@ -201,7 +241,11 @@ if [ -e "$target" ]; then
         mode=$(printf '%o' $(( 0$mode & 07700 )))
     fi
     if [ -n "$images" ]; then
-        images=$(canonical "$images")
+        if [ "$images" != "$images_named" ] || [ -z "$images_real" ]; then
+            images_named=$images
+            images_real=$(canonical "$images")
+        fi
+        images=$images_real
         private_dir "$images"
         if [ ! -e "$images/$current" ]; then
             (umask 077 && cp -- "$target" "$images/.$current.tmp" && mv -f -- "$images/.$current.tmp" "$images/$current")
@@ -214,7 +258,8 @@ else
         *) fail "\`$target\` no longer exists since it was read; nothing was written" ;;
     esac
     uid=$self
-    gid=$(id -g)
+    [ -n "$group" ] || group=$(id -g)
+    gid=$group
     mode=$new_mode
 fi
 temporary=$(mktemp -- "$directory/.cuda-upgrade.XXXXXX")
