@@ -364,6 +364,44 @@ pub async fn facts(transport: &Transport, prepared: &Prepared) -> Result<NodeFac
     Ok(exec::gather_facts(transport, &probe_request(&prepared.manifest)).await?)
 }
 
+/// Probe the node again between an apply's steps ([`ProbeScope::Step`]): what `first`,
+/// the run's first probe, said of the GPUs and the driver is kept (no step changes
+/// them, and `nvidia-smi` is not started again), the rest is read anew.
+pub async fn facts_again(
+    transport: &Transport,
+    prepared: &Prepared,
+    first: &NodeFacts,
+) -> Result<NodeFacts, ConvergeError> {
+    let request = ProbeRequest {
+        scope: ProbeScope::Step,
+        ..probe_request(&prepared.manifest)
+    };
+    let fresh = exec::gather_facts(transport, &request).await?;
+    Ok(with_gpus_of(fresh, first))
+}
+
+/// `fresh` with the GPUs, the driver and the `nvidia-smi` sections of `first`, read as
+/// `first` was requested.
+fn with_gpus_of(mut fresh: NodeFacts, first: &NodeFacts) -> NodeFacts {
+    fresh.probe = first.probe.clone();
+    fresh.driver = first.driver.clone();
+    fresh.gpus = first.gpus.clone();
+    fresh
+        .unattributed_gpu_processes
+        .clone_from(&first.unattributed_gpu_processes);
+    fresh
+        .sections
+        .retain(|section| !section.name.starts_with("nvidia-smi"));
+    fresh.sections.extend(
+        first
+            .sections
+            .iter()
+            .filter(|section| section.name.starts_with("nvidia-smi"))
+            .cloned(),
+    );
+    fresh
+}
+
 /// Probe the node for `plan`: [`facts`], and who holds its GPUs when the verification
 /// launch wants idle ones (a manifest's probe lists no GPU processes), so that the plan
 /// warns when every GPU is busy. GPU processes are not in the facts' digest: a plan

@@ -241,6 +241,7 @@ pub async fn converge_probed(
         reporter,
         started,
         urls: &urls,
+        first: &facts,
     };
     let drain = options.drain.filter(|_| !plan.is_converged());
     let outcome = match drain {
@@ -283,6 +284,8 @@ struct Run<'a> {
     reporter: &'a dyn Reporter,
     started: Instant,
     urls: &'a std::collections::BTreeMap<String, String>,
+    /// The run's first probe: the GPUs the re-checks keep.
+    first: &'a crate::facts::NodeFacts,
 }
 
 impl Run<'_> {
@@ -568,6 +571,7 @@ impl Run<'_> {
             reporter,
             started,
             urls,
+            first,
         } = *self;
         let node = transport.name().to_string();
         let finish = |ok, steps, verification| NodeOutcome {
@@ -588,7 +592,7 @@ impl Run<'_> {
             }
             reporter.step(&format!("{node}: {} — {}", planned.kind, planned.reason));
             // Re-check against fresh facts: the step may have been done meanwhile.
-            let fresh = super::facts(transport, prepared).await?;
+            let fresh = super::facts_again(transport, prepared, first).await?;
             let replanned = super::plan_for(
                 prepared,
                 &node,
@@ -635,12 +639,12 @@ impl Run<'_> {
                     if step.kind == StepKind::PythonEnv {
                         match options.saved {
                             None => {
-                                let fresh = super::facts(transport, prepared).await?;
+                                let fresh = super::facts_again(transport, prepared, first).await?;
                                 lock =
                                     super::lock(prepared, &fresh, options.snapshot, options.live)?;
                             }
                             Some(Saved::Lock(fixed)) => {
-                                let fresh = super::facts(transport, prepared).await?;
+                                let fresh = super::facts_again(transport, prepared, first).await?;
                                 super::check_lock(
                                     prepared,
                                     &fresh,

@@ -358,7 +358,7 @@ pub async fn verify(
                 python: None,
                 libraries: sonames.clone(),
                 paths: directories.clone(),
-                scope: ProbeScope::Plan,
+                scope: ProbeScope::Step,
                 ..ProbeRequest::default()
             };
             let facts = gather_facts(transport, &request).await?;
@@ -468,7 +468,7 @@ pub async fn verify(
             // Identified as the plan identifies it (version.json, the apt meta package,
             // a unique nvcc build): the probe, without an interpreter.
             let request = ProbeRequest {
-                scope: ProbeScope::Plan,
+                scope: ProbeScope::Step,
                 ..ProbeRequest::default()
             };
             let facts = gather_facts(transport, &request).await?;

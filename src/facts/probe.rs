@@ -27,6 +27,10 @@ pub enum ProbeScope {
     /// before it starts) and the interpreter's wheel tags from the probe's own
     /// computation (the resolver computes its own).
     Plan,
+    /// What an apply reads again before each change: a plan's facts without the GPUs
+    /// (`nvidia-smi` is not started: no step changes them, and the run keeps those of
+    /// its first probe).
+    Step,
 }
 
 impl ProbeScope {
@@ -40,6 +44,7 @@ impl ProbeScope {
         match self {
             Self::Full => "full",
             Self::Plan => "plan",
+            Self::Step => "step",
         }
     }
 }
@@ -160,6 +165,7 @@ pub(crate) fn parse_arguments(text: &str) -> ProbeRequest {
                 request.driver_version_file = Some(PathBuf::from(value));
             }
             "scope" if value == "plan" => request.scope = ProbeScope::Plan,
+            "scope" if value == "step" => request.scope = ProbeScope::Step,
             _ => {}
         }
     }

@@ -2,7 +2,7 @@
 #
 # Usage: sh -s -- --python PATH [--library SONAME]... [--path PATH]... [--marker NAME]
 #                 [--secrets-dir DIR]
-#                 [--driver-version-file PATH] [--scope full|plan]  < probe.sh
+#                 [--driver-version-file PATH] [--scope full|plan|step]  < probe.sh
 #    or: sh -c "$(cat probe.sh)" cuda-upgrade-probe --python PATH ...
 #
 # Output is a sequence of sections, each one:
@@ -20,7 +20,9 @@
 # `--scope plan` gathers what a plan needs and no more: no GPU processes (a launch checks
 # its GPUs right before it starts), no `nvcc --version` where a version.json names the
 # toolkit's update, and the interpreter's wheel tags from the script's own computation
-# instead of importing `packaging`. `full` (the default) is what `upgrade probe` shows.
+# instead of importing `packaging`. `--scope step` (an apply's re-check before each
+# change) is `plan` without the GPUs: `nvidia-smi` is not started, since no step changes
+# what it reports. `full` (the default) is what `upgrade probe` shows.
 #
 # Cost: a converged node's apply is this script and little else, so it starts few
 # processes. Sections print through one `awk` each (or none), the slow queries
@@ -438,7 +440,7 @@ PYTHON
 }
 # The slow queries start first and run while the rest is read; their sections come last.
 gpu_fields=index,name,driver_version,compute_cap,memory.total,memory.used,uuid
-if have nvidia-smi; then
+if [ "$scope" != step ] && have nvidia-smi; then
     background gpus bounded nvidia-smi --query-gpu="$gpu_fields" --format=csv,noheader,nounits
     if [ "$scope" = full ]; then
         background apps bounded nvidia-smi \
@@ -798,8 +800,10 @@ else
     absent python "$python"
 fi
 
-# GPUs and the processes that hold them.
-if have nvidia-smi; then
+# GPUs and the processes that hold them (not between steps).
+if [ "$scope" = step ]; then
+    :
+elif have nvidia-smi; then
     collect 256 gpus nvidia-smi-gpus ""
     if [ "$status" != 0 ]; then
         # Drivers before compute_cap was queryable still answer the rest.

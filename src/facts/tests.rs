@@ -727,3 +727,61 @@ fn the_journal_tail_names_a_run_left_open() {
         Some("unreadable")
     );
 }
+
+#[test]
+fn a_step_probe_starts_no_nvidia_smi_and_a_plan_probe_does() {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = tempfile::tempdir().unwrap();
+    let started = bin.path().join("started");
+    let smi = bin.path().join("nvidia-smi");
+    fs_err::write(
+        &smi,
+        format!(
+            "#!/bin/sh\necho run >> '{}'\necho '0, NVIDIA H200, 580.82.07, 9.0, 143771, 0, GPU-1'\n",
+            started.display()
+        ),
+    )
+    .unwrap();
+    fs_err::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let probe = |scope: ProbeScope| {
+        let request = ProbeRequest {
+            python: None,
+            scope,
+            ..ProbeRequest::default()
+        };
+        let (program, arguments) = request.command();
+        let mut child = Command::new(program)
+            .args(&arguments)
+            .env("PATH", &path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(PROBE_SCRIPT.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        NodeFacts::parse(&String::from_utf8(output.stdout).unwrap()).unwrap()
+    };
+    let step = probe(ProbeScope::Step);
+    assert_eq!(step.probe.scope, ProbeScope::Step);
+    assert!(step.gpus.is_empty() && !started.exists());
+    assert!(
+        !step
+            .sections
+            .iter()
+            .any(|section| section.name.starts_with("nvidia-smi"))
+    );
+    let plan = probe(ProbeScope::Plan);
+    assert_eq!(plan.gpus.len(), 1);
+    assert_eq!(fs_err::read_to_string(&started).unwrap(), "run\n");
+}
