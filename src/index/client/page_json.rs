@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use super::simple::{RawFile, RawMetadata, RawPage};
 
@@ -84,10 +84,16 @@ impl<'page, T> Expect<'page, T> {
 /// How a visited bool, string or map becomes each type.
 trait FromJson<'page>: Sized {
     fn from_bool<E: de::Error>(value: bool) -> Result<Self, E> {
-        Err(E::invalid_type(de::Unexpected::Bool(value), &"another type"))
+        Err(E::invalid_type(
+            de::Unexpected::Bool(value),
+            &"another type",
+        ))
     }
     fn from_text<E: de::Error>(value: Cow<'page, str>) -> Result<Self, E> {
-        Err(E::invalid_type(de::Unexpected::Str(&value), &"another type"))
+        Err(E::invalid_type(
+            de::Unexpected::Str(&value),
+            &"another type",
+        ))
     }
     fn from_hashes(hashes: Hashes<'page>) -> Result<Self, &'static str> {
         let _ = hashes;
@@ -155,9 +161,8 @@ impl<'de: 'page, 'page, T: FromJson<'page>> Visitor<'de> for Expect<'page, T> {
                 sha256 = Some(value.0);
             }
         }
-        T::from_hashes(Hashes(sha256)).map_err(|what| {
-            de::Error::invalid_type(de::Unexpected::Other(what), &self.0)
-        })
+        T::from_hashes(Hashes(sha256))
+            .map_err(|what| de::Error::invalid_type(de::Unexpected::Other(what), &self.0))
     }
 }
 

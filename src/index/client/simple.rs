@@ -242,7 +242,9 @@ impl<'page> Reader<'page, '_> {
             yanked: file.yanked.as_deref().map(str::to_string),
             metadata: match &file.metadata {
                 RawMetadata::Absent => MetadataOffer::Absent,
-                RawMetadata::Offered(digits) => MetadataOffer::Offered(parse_sha256(digits.as_deref())),
+                RawMetadata::Offered(digits) => {
+                    MetadataOffer::Offered(parse_sha256(digits.as_deref()))
+                }
             },
             size: file.size,
         }
