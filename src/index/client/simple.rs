@@ -577,8 +577,40 @@ mod tests {
             "https://github.com/sgl-project/whl/releases/download/v0.3.21/sgl_kernel-0.3.21+cu130-cp310-abi3-manylinux2014_x86_64.whl"
         );
         // Every name once.
-        let names: BTreeSet<&str> = files.iter().map(|file| file.filename.as_str()).collect();
+        let names: std::collections::BTreeSet<&str> =
+            files.iter().map(|file| file.filename.as_str()).collect();
         assert_eq!(names.len(), files.len());
+    }
+
+    /// Filtering while reading gives what filtering the whole answer gives: the last
+    /// listing of each name decides, even when it is left out; a page whose files are
+    /// all left out still lists some.
+    #[test]
+    fn keeping_some_files_is_filtering_the_whole_page() {
+        let html = r#"<a href="/f/a-1.0-py3-none-any.whl#sha256=1111111111111111111111111111111111111111111111111111111111111111" data-requires-python="&gt;=3.9">a-1.0-py3-none-any.whl</a>
+<a href="/f/a-1.0-py3-none-any.whl#sha256=2222222222222222222222222222222222222222222222222222222222222222" data-requires-python="&gt;=3.13">a-1.0-py3-none-any.whl</a>
+<a href="/f/a-0.9-py3-none-any.whl" data-requires-python="&gt;=3.13">a-0.9-py3-none-any.whl</a>
+<a href="/f/a-0.9-py3-none-any.whl" data-requires-python="&gt;=3.9">a-0.9-py3-none-any.whl</a>
+<a href="/f/a-0.8.tar.gz">a-0.8.tar.gz</a>"#;
+        let page = url("http://127.0.0.1:1/simple/a/");
+        let python = pep440_rs::Version::from_str("3.12").unwrap();
+        let on_312 = |_: &DistFilename, requires: Option<&VersionSpecifiers>| {
+            requires.is_none_or(|requires| requires.contains(&python))
+        };
+        let all = parse_page(html.as_bytes(), None, &page, &page).unwrap();
+        let expected: Vec<ProjectFile> = all
+            .into_iter()
+            .filter(|file| on_312(&file.dist, file.requires_python.as_ref()))
+            .collect();
+        let listed = parse_page_where(html.as_bytes(), None, &page, &page, &on_312).unwrap();
+        assert_eq!(listed.files, expected);
+        let names: Vec<&str> = listed.files.iter().map(|f| f.filename.as_str()).collect();
+        assert_eq!(names, ["a-0.9-py3-none-any.whl", "a-0.8.tar.gz"]);
+        assert!(listed.lists_any);
+        let none = parse_page_where(html.as_bytes(), None, &page, &page, &|_, _| false).unwrap();
+        assert!(none.files.is_empty() && none.lists_any);
+        let empty = parse_page_where(b"<a href=x.asc>x.asc</a>", None, &page, &page, &|_, _| true);
+        assert!(!empty.unwrap().lists_any);
     }
 
     #[test]
