@@ -115,7 +115,7 @@ impl<'page> FromJson<'page> for Hashes<'page> {
 
 impl<'page> FromJson<'page> for Yanked<'page> {
     fn from_bool<E: de::Error>(value: bool) -> Result<Self, E> {
-        Ok(Self(value.then(|| Cow::Borrowed(""))))
+        Ok(Self(value.then_some(Cow::Borrowed(""))))
     }
     fn from_text<E: de::Error>(value: Cow<'page, str>) -> Result<Self, E> {
         Ok(Self(Some(value)))
