@@ -16,6 +16,7 @@ mod http;
 pub mod live;
 mod page_json;
 mod range;
+mod raw_page;
 mod sdist;
 pub mod simple;
 mod types;

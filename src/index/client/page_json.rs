@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use super::simple::{RawFile, RawMetadata, RawPage};
+use super::raw_page::{RawFile, RawMetadata, RawPage};
 
 /// Read a JSON project page.
 pub(super) fn parse(body: &[u8]) -> Result<RawPage<'_>, String> {
