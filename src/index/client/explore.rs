@@ -269,6 +269,7 @@ impl Explorer<'_> {
 
     async fn look_up(&mut self, batch: &[PackageName]) -> Result<(), ClientError> {
         let mut tasks = JoinSet::new();
+        let settings = std::sync::Arc::new(self.settings.clone());
         for name in batch {
             let Some(state) = self.packages.get(name) else {
                 continue;
@@ -304,8 +305,9 @@ impl Explorer<'_> {
                 .map(|position| (position, self.indexes[position].location.clone()))
                 .collect();
             let name = name.clone();
+            let settings = std::sync::Arc::clone(&settings);
             tasks.spawn(async move {
-                let found = look_up_project(&client, &locations, &name).await;
+                let found = look_up_project(&client, &locations, &name, &settings).await;
                 (name, found)
             });
         }
@@ -323,7 +325,7 @@ impl Explorer<'_> {
                     .map(|(index, _)| self.indexes[*index].location.name.as_str()),
             );
             let listing = outcome.map(|(index, files)| {
-                let versions = usable_by_version(self.settings, files);
+                let versions = usable_by_version(files);
                 Listing { index, versions }
             });
             if listing.is_none() {
@@ -608,42 +610,48 @@ pub(crate) async fn look_up_project(
     client: &IndexClient,
     locations: &[(usize, IndexLocation)],
     name: &PackageName,
+    settings: &ExploreSettings,
 ) -> Result<Option<(usize, Vec<ProjectFile>)>, ClientError> {
+    let usable = |dist: &DistFilename, requires_python: Option<&VersionSpecifiers>| {
+        file_usable(settings, dist, requires_python)
+    };
     for (position, location) in locations {
-        match client.fetch_project(location, name).await? {
-            Some(files) if !files.is_empty() => return Ok(Some((*position, files))),
+        match client.fetch_project_where(location, name, &usable).await? {
+            // An index that lists the project has it, even with no file usable here.
+            Some(page) if page.lists_any => return Ok(Some((*position, page.files))),
             Some(_) | None => {}
         }
     }
     Ok(None)
 }
 
-/// Group the files usable on the target by version. A release with only sdists stays:
-/// its metadata is read from the sdist or built (`sdist`), as pip and uv do.
-pub(crate) fn usable_by_version(
-    settings: &ExploreSettings,
-    files: Vec<ProjectFile>,
-) -> BTreeMap<Version, Vec<ProjectFile>> {
+/// Group the files usable on the target (as [`look_up_project`] keeps them) by version.
+/// A release with only sdists stays: its metadata is read from the sdist or built
+/// (`sdist`), as pip and uv do.
+pub(crate) fn usable_by_version(files: Vec<ProjectFile>) -> BTreeMap<Version, Vec<ProjectFile>> {
     let mut versions: BTreeMap<Version, Vec<ProjectFile>> = BTreeMap::new();
     for file in files {
-        if file_usable(settings, &file) {
-            versions
-                .entry(file.dist.version().clone())
-                .or_default()
-                .push(file);
-        }
+        versions
+            .entry(file.dist.version().clone())
+            .or_default()
+            .push(file);
     }
     versions
 }
 
-/// The coarse file filter: whether `file` can install on the target at all.
-fn file_usable(settings: &ExploreSettings, file: &ProjectFile) -> bool {
-    if let Some(requires_python) = &file.requires_python
+/// The coarse file filter: whether a file named `dist` with `requires_python` can
+/// install on the target at all.
+fn file_usable(
+    settings: &ExploreSettings,
+    dist: &DistFilename,
+    requires_python: Option<&VersionSpecifiers>,
+) -> bool {
+    if let Some(requires_python) = requires_python
         && !requires_python.contains(&settings.python_version)
     {
         return false;
     }
-    match &file.dist {
+    match dist {
         DistFilename::Sdist(_) => true,
         DistFilename::Wheel(wheel) => wheel.tags.iter().any(|tag| tag_usable(settings, tag)),
     }

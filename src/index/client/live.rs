@@ -377,11 +377,11 @@ impl Shared {
         let shared = Arc::clone(self);
         let name = name.clone();
         self.handle.spawn(async move {
-            let found = look_up_project(&shared.client, &locations, &name).await;
+            let found = look_up_project(&shared.client, &locations, &name, &shared.settings).await;
             let mut state = shared.lock();
             match found {
                 Ok(Some((index, files))) => {
-                    let versions = usable_by_version(&shared.settings, files);
+                    let versions = usable_by_version(files);
                     shared.answer_project(&mut state, name, Some(Listing { index, versions }));
                 }
                 Ok(None) => {

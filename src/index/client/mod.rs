@@ -14,7 +14,9 @@ mod error;
 pub mod explore;
 mod http;
 pub mod live;
+mod page_json;
 mod range;
+mod raw_page;
 mod sdist;
 pub mod simple;
 mod types;
@@ -74,6 +76,17 @@ impl IndexClient {
         index: &IndexLocation,
         name: &PackageName,
     ) -> Result<Option<Vec<ProjectFile>>, ClientError> {
+        let page = self.fetch_project_where(index, name, &|_, _| true).await?;
+        Ok(page.map(|page| page.files))
+    }
+
+    /// [`Self::fetch_project`] keeping only the files `keep` wants.
+    pub async fn fetch_project_where(
+        &self,
+        index: &IndexLocation,
+        name: &PackageName,
+        keep: simple::Keep<'_>,
+    ) -> Result<Option<simple::ListedPage>, ClientError> {
         let url = index.project_url(name)?;
         match self.http.page(&index.name, &url).await? {
             PageResponse::NotFound => Ok(None),
@@ -81,13 +94,19 @@ impl IndexClient {
                 body,
                 content_type,
                 final_url,
-            } => simple::parse_page(&body, content_type.as_deref(), &final_url, &index.url)
-                .map(Some)
-                .map_err(|reason| ClientError::Page {
-                    url: redact(&url),
-                    index: index.name.clone(),
-                    reason,
-                }),
+            } => simple::parse_page_where(
+                &body,
+                content_type.as_deref(),
+                &final_url,
+                &index.url,
+                keep,
+            )
+            .map(Some)
+            .map_err(|reason| ClientError::Page {
+                url: redact(&url),
+                index: index.name.clone(),
+                reason,
+            }),
         }
     }
 

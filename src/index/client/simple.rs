@@ -13,13 +13,14 @@
 //! match what an installer downloads; the earlier ones are stale.
 //! See: https://packaging.python.org/en/latest/specifications/simple-repository-api/
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
 use pep440_rs::VersionSpecifiers;
-use serde::Deserialize;
 use url::Url;
 
+use super::raw_page::{RawFile, RawMetadata, RawPage};
 use crate::index::filename::DistFilename;
 use crate::manifest::Sha256;
 
@@ -70,6 +71,31 @@ pub fn parse_page(
     page_url: &Url,
     index_url: &Url,
 ) -> Result<Vec<ProjectFile>, String> {
+    parse_page_where(body, content_type, page_url, index_url, &|_, _| true).map(|page| page.files)
+}
+
+/// Which listed files a caller wants, from the parsed file name and the file's
+/// `Requires-Python`, e.g. only those that can install on the target.
+pub type Keep<'keep> = &'keep (dyn Fn(&DistFilename, Option<&VersionSpecifiers>) -> bool + Sync);
+
+/// A page read with a [`Keep`] filter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedPage {
+    /// The files kept, each its last listing, in page order.
+    pub files: Vec<ProjectFile>,
+    /// Whether the page lists any distribution at all, kept or not.
+    pub lists_any: bool,
+}
+
+/// [`parse_page`] keeping only the files `keep` wants: the same files as filtering its
+/// answer, without resolving the URLs of the files left out.
+pub fn parse_page_where(
+    body: &[u8],
+    content_type: Option<&str>,
+    page_url: &Url,
+    index_url: &Url,
+    keep: Keep<'_>,
+) -> Result<ListedPage, String> {
     let media = content_type
         .map(|value| {
             value
@@ -85,179 +111,152 @@ pub fn parse_page(
     let is_json = media == JSON_MEDIA_TYPE
         || (media.ends_with("json")
             && body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'));
+    let html;
     let raw = if is_json {
-        parse_json(body)?
+        super::page_json::parse(body)?
     } else {
-        parse_html(&String::from_utf8_lossy(body))
+        html = String::from_utf8_lossy(body);
+        parse_html(&html)
     };
     let base = raw
         .base
         .as_deref()
         .and_then(|base| page_url.join(base).ok());
     let base = base.as_ref().unwrap_or(page_url);
-    let mut files = Vec::new();
-    // Most files of a project share a few `requires-python` values: parse each once.
-    let mut requires_pythons: HashMap<String, Option<VersionSpecifiers>> = HashMap::new();
-    for file in raw.files {
-        let Ok(mut url) = base.join(&file.href) else {
-            continue;
-        };
+    Ok(Reader {
+        base,
+        index_url,
+        keep,
+        requires_pythons: HashMap::new(),
+    }
+    .read(&raw.files))
+}
+
+/// Reads a page's raw files into [`ProjectFile`]s.
+struct Reader<'page, 'keep> {
+    base: &'page Url,
+    index_url: &'page Url,
+    keep: Keep<'keep>,
+    /// Most files of a project share a few `requires-python` values: each is parsed once.
+    requires_pythons: HashMap<&'page str, Option<VersionSpecifiers>>,
+}
+
+impl<'page> Reader<'page, '_> {
+    /// One entry per file name, the last listing of each (a listing counts when its URL
+    /// resolves and it names a distribution), kept ones only, in page order. Read from
+    /// the end, so a name already met is an earlier, stale listing; a later listing left
+    /// out is checked to resolve only when an earlier one of its name turns up.
+    fn read(mut self, raw: &'page [RawFile<'page>]) -> ListedPage {
+        let mut files = Vec::new();
+        let mut seen: HashSet<Cow<'page, str>> = HashSet::new();
+        let mut unchecked: HashMap<Cow<'page, str>, &'page RawFile<'page>> = HashMap::new();
+        let mut lists_any = false;
+        for file in raw.iter().rev() {
+            let Some((name, dist, resolved)) = self.name(file) else {
+                continue;
+            };
+            if seen.contains(&name) {
+                continue;
+            }
+            if let Some(later) = unchecked.remove(&name)
+                && self.base.join(&later.href).is_ok()
+            {
+                lists_any = true;
+                seen.insert(name);
+                continue;
+            }
+            let requires_python = self.requires_python(file.requires_python.as_deref());
+            if !(self.keep)(&dist, requires_python.as_ref()) {
+                if resolved.is_some() {
+                    lists_any = true;
+                    seen.insert(name);
+                } else {
+                    unchecked.insert(name, file);
+                }
+                continue;
+            }
+            let Some(url) = resolved.or_else(|| self.base.join(&file.href).ok()) else {
+                continue;
+            };
+            lists_any = true;
+            seen.insert(name.clone());
+            files.push(self.file(file, name.into_owned(), dist, url, requires_python));
+        }
+        files.reverse();
+        lists_any = lists_any
+            || unchecked
+                .values()
+                .any(|file| self.base.join(&file.href).is_ok());
+        ListedPage { files, lists_any }
+    }
+
+    /// The file's name and parsed name, from the page's name when it is a distribution's,
+    /// else from its URL (then resolved here and returned).
+    fn name(
+        &self,
+        file: &'page RawFile<'page>,
+    ) -> Option<(Cow<'page, str>, DistFilename, Option<Url>)> {
+        if let Some(name) = &file.filename
+            && let Ok(dist) = DistFilename::parse(name)
+        {
+            return Some((Cow::Borrowed(name.as_ref()), dist, None));
+        }
+        let url = self.base.join(&file.href).ok()?;
+        let name = url
+            .path_segments()
+            .and_then(|mut segments| segments.next_back().map(percent_decode))?;
+        // Pages list files that are not distributions (signatures, checksums): skip them.
+        let dist = DistFilename::parse(&name).ok()?;
+        Some((Cow::Owned(name), dist, Some(url)))
+    }
+
+    fn requires_python(&mut self, value: Option<&'page str>) -> Option<VersionSpecifiers> {
+        let value = value.map(str::trim).filter(|value| !value.is_empty())?;
+        self.requires_pythons
+            .entry(value)
+            .or_insert_with(|| VersionSpecifiers::from_str(value).ok())
+            .clone()
+    }
+
+    fn file(
+        &self,
+        file: &RawFile<'_>,
+        filename: String,
+        dist: DistFilename,
+        mut url: Url,
+        requires_python: Option<VersionSpecifiers>,
+    ) -> ProjectFile {
+        let sha256 = parse_sha256(file.sha256.as_deref());
         // The fragment's digest is read only when the page gave none of its own.
         let fragment_hash = url
             .fragment()
-            .filter(|_| file.sha256.is_none())
-            .and_then(|fragment| {
-                fragment
-                    .strip_prefix("sha256=")
-                    .and_then(|digits| Sha256::from_str(digits).ok())
-            });
+            .filter(|_| sha256.is_none())
+            .and_then(|fragment| parse_sha256(fragment.strip_prefix("sha256=")));
         url.set_fragment(None);
-        carry_credentials(&mut url, index_url);
-        let named = file
-            .filename
-            .and_then(|name| DistFilename::parse(&name).ok().map(|dist| (name, dist)));
-        let (filename, dist) = match named {
-            Some(named) => named,
-            None => {
-                let Some(filename) = url
-                    .path_segments()
-                    .and_then(|mut segments| segments.next_back().map(percent_decode))
-                else {
-                    continue;
-                };
-                // Pages list files that are not distributions (signatures, checksums): skip them.
-                let Ok(dist) = DistFilename::parse(&filename) else {
-                    continue;
-                };
-                (filename, dist)
-            }
-        };
-        let requires_python = file
-            .requires_python
-            .as_deref()
-            .map(str::trim)
-            .filter(|value| !value.is_empty())
-            .and_then(|value| {
-                requires_pythons
-                    .entry(value.to_string())
-                    .or_insert_with(|| VersionSpecifiers::from_str(value).ok())
-                    .clone()
-            });
-        files.push(ProjectFile {
+        carry_credentials(&mut url, self.index_url);
+        ProjectFile {
             filename,
             dist,
             url,
-            sha256: file.sha256.or(fragment_hash),
+            sha256: sha256.or(fragment_hash),
             requires_python,
-            yanked: file.yanked,
-            metadata: file.metadata,
+            yanked: file.yanked.as_deref().map(str::to_string),
+            metadata: match &file.metadata {
+                RawMetadata::Absent => MetadataOffer::Absent,
+                RawMetadata::Offered(digits) => {
+                    MetadataOffer::Offered(parse_sha256(digits.as_deref()))
+                }
+            },
             size: file.size,
-        });
+        }
     }
-    Ok(last_listing_wins(files))
 }
 
-/// One entry per file name: the last listing of each, in page order.
-fn last_listing_wins(files: Vec<ProjectFile>) -> Vec<ProjectFile> {
-    let mut seen = BTreeSet::new();
-    let mut kept: Vec<ProjectFile> = files
-        .into_iter()
-        .rev()
-        .filter(|file| seen.insert(file.filename.clone()))
-        .collect();
-    kept.reverse();
-    kept
+fn parse_sha256(digits: Option<&str>) -> Option<Sha256> {
+    digits.and_then(|digits| Sha256::from_str(digits).ok())
 }
 
-/// A file as a page lists it, before URL resolution.
-#[derive(Debug, Default)]
-struct RawFile {
-    href: String,
-    filename: Option<String>,
-    sha256: Option<Sha256>,
-    requires_python: Option<String>,
-    yanked: Option<String>,
-    metadata: MetadataOffer,
-    size: Option<u64>,
-}
-
-#[derive(Debug, Default)]
-struct RawPage {
-    base: Option<String>,
-    files: Vec<RawFile>,
-}
-
-#[derive(Debug, Deserialize)]
-struct JsonPage {
-    files: Vec<JsonFile>,
-}
-
-#[derive(Debug, Deserialize)]
-struct JsonFile {
-    filename: String,
-    url: String,
-    #[serde(default)]
-    hashes: BTreeMap<String, String>,
-    #[serde(default, rename = "requires-python")]
-    requires_python: Option<String>,
-    #[serde(default)]
-    yanked: Option<BoolOrString>,
-    #[serde(default, rename = "core-metadata")]
-    core_metadata: Option<JsonMetadata>,
-    #[serde(default, rename = "dist-info-metadata")]
-    dist_info_metadata: Option<JsonMetadata>,
-    #[serde(default)]
-    size: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum BoolOrString {
-    Bool(bool),
-    String(String),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum JsonMetadata {
-    Bool(bool),
-    Hashes(BTreeMap<String, String>),
-}
-
-fn parse_json(body: &[u8]) -> Result<RawPage, String> {
-    let page: JsonPage = serde_json::from_slice(body).map_err(|error| error.to_string())?;
-    let files = page
-        .files
-        .into_iter()
-        .map(|file| RawFile {
-            href: file.url,
-            sha256: file
-                .hashes
-                .get("sha256")
-                .and_then(|digits| Sha256::from_str(digits).ok()),
-            filename: Some(file.filename),
-            requires_python: file.requires_python,
-            yanked: match file.yanked {
-                None | Some(BoolOrString::Bool(false)) => None,
-                Some(BoolOrString::Bool(true)) => Some(String::new()),
-                Some(BoolOrString::String(reason)) => Some(reason),
-            },
-            metadata: match file.core_metadata.or(file.dist_info_metadata) {
-                None | Some(JsonMetadata::Bool(false)) => MetadataOffer::Absent,
-                Some(JsonMetadata::Bool(true)) => MetadataOffer::Offered(None),
-                Some(JsonMetadata::Hashes(hashes)) => MetadataOffer::Offered(
-                    hashes
-                        .get("sha256")
-                        .and_then(|digits| Sha256::from_str(digits).ok()),
-                ),
-            },
-            size: file.size,
-        })
-        .collect();
-    Ok(RawPage { base: None, files })
-}
-
-fn parse_html(html: &str) -> RawPage {
+fn parse_html(html: &str) -> RawPage<'static> {
     let mut page = RawPage::default();
     let lower = html.to_ascii_lowercase();
     let mut position = 0;
@@ -293,28 +292,28 @@ fn parse_html(html: &str) -> RawPage {
         };
         let metadata = attribute(&attributes, "data-core-metadata")
             .or_else(|| attribute(&attributes, "data-dist-info-metadata"))
-            .map_or(MetadataOffer::Absent, |value| {
+            .map_or(RawMetadata::Absent, |value| {
                 if value.eq_ignore_ascii_case("false") {
-                    MetadataOffer::Absent
+                    RawMetadata::Absent
                 } else {
-                    MetadataOffer::Offered(
-                        value
-                            .strip_prefix("sha256=")
-                            .and_then(|digits| Sha256::from_str(digits).ok()),
-                    )
+                    RawMetadata::Offered(value.strip_prefix("sha256=").map(owned))
                 }
             });
         page.files.push(RawFile {
-            href: href.to_string(),
-            filename: (!text.is_empty()).then_some(text),
+            href: owned(href),
+            filename: (!text.is_empty()).then_some(Cow::Owned(text)),
             sha256: None,
-            requires_python: attribute(&attributes, "data-requires-python").map(str::to_string),
-            yanked: attribute(&attributes, "data-yanked").map(str::to_string),
+            requires_python: attribute(&attributes, "data-requires-python").map(owned),
+            yanked: attribute(&attributes, "data-yanked").map(owned),
             metadata,
             size: None,
         });
     }
     page
+}
+
+fn owned(text: &str) -> Cow<'static, str> {
+    Cow::Owned(text.to_string())
 }
 
 /// The index of the `>` that closes a tag whose attributes start at `from`, skipping
@@ -550,8 +549,40 @@ mod tests {
             "https://github.com/sgl-project/whl/releases/download/v0.3.21/sgl_kernel-0.3.21+cu130-cp310-abi3-manylinux2014_x86_64.whl"
         );
         // Every name once.
-        let names: BTreeSet<&str> = files.iter().map(|file| file.filename.as_str()).collect();
+        let names: std::collections::BTreeSet<&str> =
+            files.iter().map(|file| file.filename.as_str()).collect();
         assert_eq!(names.len(), files.len());
+    }
+
+    /// Filtering while reading gives what filtering the whole answer gives: the last
+    /// listing of each name decides, even when it is left out; a page whose files are
+    /// all left out still lists some.
+    #[test]
+    fn keeping_some_files_is_filtering_the_whole_page() {
+        let html = r#"<a href="/f/a-1.0-py3-none-any.whl#sha256=1111111111111111111111111111111111111111111111111111111111111111" data-requires-python="&gt;=3.9">a-1.0-py3-none-any.whl</a>
+<a href="/f/a-1.0-py3-none-any.whl#sha256=2222222222222222222222222222222222222222222222222222222222222222" data-requires-python="&gt;=3.13">a-1.0-py3-none-any.whl</a>
+<a href="/f/a-0.9-py3-none-any.whl" data-requires-python="&gt;=3.13">a-0.9-py3-none-any.whl</a>
+<a href="/f/a-0.9-py3-none-any.whl" data-requires-python="&gt;=3.9">a-0.9-py3-none-any.whl</a>
+<a href="/f/a-0.8.tar.gz">a-0.8.tar.gz</a>"#;
+        let page = url("http://127.0.0.1:1/simple/a/");
+        let python = pep440_rs::Version::from_str("3.12").unwrap();
+        let on_312 = |_: &DistFilename, requires: Option<&VersionSpecifiers>| {
+            requires.is_none_or(|requires| requires.contains(&python))
+        };
+        let all = parse_page(html.as_bytes(), None, &page, &page).unwrap();
+        let expected: Vec<ProjectFile> = all
+            .into_iter()
+            .filter(|file| on_312(&file.dist, file.requires_python.as_ref()))
+            .collect();
+        let listed = parse_page_where(html.as_bytes(), None, &page, &page, &on_312).unwrap();
+        assert_eq!(listed.files, expected);
+        let names: Vec<&str> = listed.files.iter().map(|f| f.filename.as_str()).collect();
+        assert_eq!(names, ["a-0.9-py3-none-any.whl", "a-0.8.tar.gz"]);
+        assert!(listed.lists_any);
+        let none = parse_page_where(html.as_bytes(), None, &page, &page, &|_, _| false).unwrap();
+        assert!(none.files.is_empty() && none.lists_any);
+        let empty = parse_page_where(b"<a href=x.asc>x.asc</a>", None, &page, &page, &|_, _| true);
+        assert!(!empty.unwrap().lists_any);
     }
 
     #[test]
