@@ -294,10 +294,16 @@ fn section_errors_name_the_section() {
 
 /// Runs the real probe script with `sh` on this machine, as the local transport would.
 fn run_probe(request: &ProbeRequest) -> String {
+    run_probe_with_path(request, &std::env::var("PATH").unwrap())
+}
+
+/// [`run_probe`] with `PATH` set to `path`.
+fn run_probe_with_path(request: &ProbeRequest, path: &str) -> String {
     use std::io::Write as _;
     let (program, arguments) = request.command();
     let mut child = Command::new(program)
         .args(&arguments)
+        .env("PATH", path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -730,7 +736,6 @@ fn the_journal_tail_names_a_run_left_open() {
 
 #[test]
 fn a_step_probe_starts_no_nvidia_smi_and_a_plan_probe_does() {
-    use std::io::Write as _;
     use std::os::unix::fs::PermissionsExt as _;
     let bin = tempfile::tempdir().unwrap();
     let started = bin.path().join("started");
@@ -755,22 +760,7 @@ fn a_step_probe_starts_no_nvidia_smi_and_a_plan_probe_does() {
             scope,
             ..ProbeRequest::default()
         };
-        let (program, arguments) = request.command();
-        let mut child = Command::new(program)
-            .args(&arguments)
-            .env("PATH", &path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(PROBE_SCRIPT.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        NodeFacts::parse(&String::from_utf8(output.stdout).unwrap()).unwrap()
+        NodeFacts::parse(&run_probe_with_path(&request, &path)).unwrap()
     };
     let step = probe(ProbeScope::Step);
     assert_eq!(step.probe.scope, ProbeScope::Step);
