@@ -25,7 +25,7 @@ use cuda_upgrade::index::client::{
 use cuda_upgrade::index::find_links::read_find_links;
 use pep440_rs::Version;
 use pep508_rs::{MarkerEnvironment, MarkerEnvironmentBuilder, PackageName, Requirement};
-use support::{Route, Server, Wheel, json_page, serve_wheel, wheel, wheel_with_tag};
+use support::{Route, Server, Wheel, json_page, sdist, serve_wheel, wheel, wheel_with_tag};
 
 const PADDING: usize = 200 * 1024;
 
@@ -45,30 +45,6 @@ fn settings(cache: Option<&Path>) -> ClientSettings {
         offline: false,
         build_python: "python3".into(),
     }
-}
-
-/// A `.tar.gz` sdist of these files (ustar headers, gzip).
-fn sdist(files: &[(&str, &str)]) -> Vec<u8> {
-    use std::io::Write;
-    let mut tar = Vec::new();
-    for (name, text) in files {
-        let mut header = [0u8; 512];
-        header[..name.len()].copy_from_slice(name.as_bytes());
-        header[100..108].copy_from_slice(b"0000644\0");
-        header[124..136].copy_from_slice(format!("{:011o}\0", text.len()).as_bytes());
-        header[156] = b'0';
-        header[257..263].copy_from_slice(b"ustar\0");
-        header[148..156].copy_from_slice(b"        ");
-        let checksum: u32 = header.iter().map(|byte| u32::from(*byte)).sum();
-        header[148..156].copy_from_slice(format!("{checksum:06o}\0 ").as_bytes());
-        tar.extend_from_slice(&header);
-        tar.extend_from_slice(text.as_bytes());
-        tar.resize(tar.len().div_ceil(512) * 512, 0);
-    }
-    tar.extend_from_slice(&[0u8; 1024]);
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(&tar).unwrap();
-    encoder.finish().unwrap()
 }
 
 /// A PEP 517 backend that prepares metadata and builds nothing.

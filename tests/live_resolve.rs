@@ -22,7 +22,7 @@ use std::process::Output;
 
 use common::cli::upgrade_ok;
 use cuda_upgrade::index::Snapshot;
-use support::{Route, Server, Wheel, json_page, serve_wheel, wheel};
+use support::{Route, Server, Wheel, json_page, sdist, serve_wheel, wheel};
 
 /// The fixture index at `/simple/`, every project a PEP 691 page with an `ETag` and
 /// every wheel with a PEP 658 file:
@@ -402,5 +402,64 @@ fn a_package_walked_down_is_decided_earlier_not_read_to_the_bottom() {
         top_read.len() < 12
             && !top_read.contains(&"/files/top-1.0-py3-none-any.whl.metadata".to_string()),
         "{top_read:?}"
+    );
+}
+
+/// A PEP 517 backend whose metadata preparation fails as an old `setup.py` does on a
+/// setuptools without `pkg_resources`.
+const FAILING_BACKEND: &str = r#"def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    raise ModuleNotFoundError("No module named 'pkg_resources'")
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise ModuleNotFoundError("No module named 'pkg_resources'")
+"#;
+
+/// A release the resolution needs whose sdist's metadata build fails stops the
+/// resolution, naming the build's error, as uv and pip stop: it is not walked past to
+/// an older release (`mmcv` 2.2.0 failed so, and the walk took 260 s down to `mmcv`
+/// 0.2.8 of 2019).
+#[test]
+fn a_needed_release_whose_metadata_build_fails_stops_the_resolution() {
+    let server = Server::start();
+    serve_project(&server, "app", &[wheel("app", "1.0", &["broken"], None, &[], 64)]);
+    let old = wheel("broken", "1.0", &[], None, &[], 64);
+    serve_wheel(&server, &old, true);
+    server.route(
+        "/files/broken-2.0.tar.gz",
+        Route::file(sdist(&[
+            (
+                "broken-2.0/PKG-INFO",
+                "Metadata-Version: 2.1\nName: broken\nVersion: 2.0\n",
+            ),
+            (
+                "broken-2.0/pyproject.toml",
+                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n",
+            ),
+            ("broken-2.0/backend.py", FAILING_BACKEND),
+        ])),
+    );
+    server.route(
+        "/simple/broken/",
+        Route::ok(
+            "text/html",
+            format!(
+                "<a href=\"/files/{0}\">{0}</a>\n<a href=\"/files/broken-2.0.tar.gz\">broken-2.0.tar.gz</a>\n",
+                old.filename
+            ),
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), &server);
+    let cache = dir.path().join("cache").display().to_string();
+    let output = common::cli::upgrade(&["lock", &manifest, "--live", "--cache-dir", &cache]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("`broken 2.0`, which offers only an sdist")
+            && stderr.contains("ModuleNotFoundError: No module named 'pkg_resources'"),
+        "{stderr}"
     );
 }

@@ -22,6 +22,7 @@ use pep440_rs::{Version, VersionSpecifiers};
 use pep508_rs::{PackageName, VersionOrUrl};
 
 use super::environment::TargetEnvironment;
+use super::conflict::{ConflictReport, Fact};
 use super::error::ResolveError;
 use super::request::Request;
 use super::{Stop, resolve_within};
@@ -39,6 +40,10 @@ pub struct Pending {
     unread: HashSet<(PackageName, Version)>,
     /// Releases whose dependencies the resolution read.
     visited: RefCell<BTreeSet<(PackageName, Version)>>,
+    /// Stand-ins whose sdist's metadata build failed, with why: the resolution stops on
+    /// one it asks for, as uv and pip stop on a failed build (uv does not stop on one
+    /// it only read ahead, nor does this).
+    build_failed: HashMap<(PackageName, Version), String>,
 }
 
 impl Pending {
@@ -211,6 +216,11 @@ pub fn resolve_live(
             Err(Stop::Failed(error)) => break Some(error),
             Err(Stop::Missing(miss)) => miss,
         };
+        if let Miss::Release(name, version) = &miss
+            && let Some(reason) = pending.build_failed.get(&(name.clone(), version.clone()))
+        {
+            break Some(build_failed(request, name, version, reason));
+        }
         if last.as_ref() == Some(&miss) {
             return Err(LiveError::Unsettled {
                 manifest: request.file.clone(),
@@ -306,8 +316,18 @@ fn absorb(universe: &mut Universe, pending: &mut Pending, event: LiveEvent) {
         }
         LiveEvent::Unreadable {
             name,
+            version,
+            build_failure: Some(reason),
+            ..
+        } => {
+            // Kept as a stand-in: the resolution stops if it asks for it.
+            pending.build_failed.insert((name, version), reason);
+        }
+        LiveEvent::Unreadable {
+            name,
             index,
             version,
+            build_failure: None,
         } => {
             if let Some(releases) = universe
                 .indexes
@@ -318,6 +338,25 @@ fn absorb(universe: &mut Universe, pending: &mut Pending, event: LiveEvent) {
             }
             pending.unread.remove(&(name, version));
         }
+    }
+}
+
+/// The resolution asked for `name version`, whose sdist's metadata build failed: it
+/// stops there, as uv (`Failed to build`) and pip (`metadata-generation-failed`) do,
+/// rather than walking down to older releases that may not build either.
+fn build_failed(request: &Request, name: &PackageName, version: &Version, reason: &str) -> ResolveError {
+    ResolveError::Unresolvable {
+        manifest: request.file.clone(),
+        report: Box::new(ConflictReport {
+            manifest: request.name.clone(),
+            facts: vec![Fact::plain(format!(
+                "the resolution needs the dependencies of `{name} {version}`, which offers only an sdist: {reason}"
+            ))],
+            hints: vec![format!(
+                "uv and pip stop here too: leave the release out (`{name}: \"!={version}\"`), pin a release with a wheel for this node, or fix the build"
+            )],
+            more: Vec::new(),
+        }),
     }
 }
 

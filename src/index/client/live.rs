@@ -59,7 +59,7 @@ pub enum LiveEvent {
         /// The release, files included.
         release: Release,
     },
-    /// A release's metadata cannot be had (an sdist only, a broken wheel); it is left out.
+    /// A release's metadata cannot be had (an sdist only, a broken wheel).
     Unreadable {
         /// e.g. `legacy`.
         name: PackageName,
@@ -67,6 +67,9 @@ pub enum LiveEvent {
         index: usize,
         /// e.g. `0.1`.
         version: Version,
+        /// Why its sdist's metadata could not be built, when that is why; `None` for
+        /// metadata that does not parse.
+        build_failure: Option<String>,
     },
 }
 
@@ -564,10 +567,15 @@ impl Shared {
                         "skipped `{name} {version}`: {}",
                         crate::text::error_chain(&error).replace('\n', " ")
                     ));
+                    let build_failure = match &error {
+                        ClientError::SdistBuild { reason, .. } => Some(reason.clone()),
+                        _ => None,
+                    };
                     state.events.push(LiveEvent::Unreadable {
                         name,
                         index,
                         version,
+                        build_failure,
                     });
                 }
                 Err(error) => {

@@ -68,6 +68,29 @@ pub(super) async fn sdist_metadata(
         .map_err(failed)
 }
 
+/// What a failed metadata build says went wrong: the build's last Python exception,
+/// e.g. `ModuleNotFoundError: No module named 'pkg_resources'`, else pip's last three
+/// lines (which mostly say "see above").
+fn build_failure_summary(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    let exception = lines.iter().rev().find(|line| {
+        let head = line.split_once(": ").map_or(**line, |(head, _)| head);
+        let class = head.strip_suffix(':').unwrap_or(head);
+        let short = class.rsplit('.').next().unwrap_or(class);
+        !class.contains(' ')
+            && (short.ends_with("Error") || short.ends_with("Exception"))
+            && short.chars().next().is_some_and(char::is_uppercase)
+    });
+    match exception {
+        Some(line) => (*line).to_string(),
+        None => lines[lines.len().saturating_sub(3)..].join(" "),
+    }
+}
+
 /// The shallowest `PKG-INFO` of a `.tar.gz` or `.zip` sdist, e.g.
 /// `deepspeed-0.19.8/PKG-INFO`.
 pub(crate) fn read_pkg_info(bytes: &[u8], filename: &str) -> Result<Vec<u8>, String> {
@@ -295,14 +318,10 @@ async fn build_metadata(bytes: &[u8], filename: &str, python: &Path) -> Result<V
         .map_err(|error| format!("Failed to run `{} -m pip`: {error}", python.display()))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last: Vec<&str> = stderr
-            .lines()
-            .filter(|line| !line.trim().is_empty())
-            .collect();
-        let tail = last[last.len().saturating_sub(3)..].join(" ");
         return Err(format!(
-            "its metadata build failed ({}): {tail}",
-            output.status
+            "its metadata build failed ({}): {}",
+            output.status,
+            build_failure_summary(&stderr)
         ));
     }
     let text = fs_err::read_to_string(&report).map_err(|error| error.to_string())?;
@@ -461,5 +480,22 @@ mod tests {
         assert_eq!(metadata.requires_dist.len(), 2);
         assert_eq!(metadata.provides_extra.len(), 1);
         assert_eq!(metadata.requires_python.unwrap().to_string(), ">=3.8");
+    }
+
+    #[test]
+    fn a_failed_build_is_summarized_by_its_last_exception() {
+        let stderr = "  error: subprocess-exited-with-error\n  \n  Traceback (most recent call last):\n    File \"<string>\", line 5, in <module>\n  ModuleNotFoundError: No module named 'pkg_resources'\n  [end of output]\n\nnote: This error originates from a subprocess, and is likely not a problem with pip.\nerror: metadata-generation-failed\n";
+        assert_eq!(
+            build_failure_summary(stderr),
+            "ModuleNotFoundError: No module named 'pkg_resources'"
+        );
+        assert_eq!(
+            build_failure_summary("  wheel_stub.error.InstallFailedError: \n  ****\n  [end of output]\n"),
+            "wheel_stub.error.InstallFailedError:"
+        );
+        assert_eq!(
+            build_failure_summary("one\ntwo\nthree\nfour\n"),
+            "two three four"
+        );
     }
 }
