@@ -89,6 +89,13 @@ def canonical(version):
     return str(Version(version))
 
 
+def redacted(text):
+    """`text` without hosts or this machine's paths: an error recorded in uv.json names
+    neither (a build's output may name another index's host)."""
+    text = re.sub(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"`<>]+", "<url>", text)
+    return text.replace(str(WORK), "<work>").replace(str(ROOT), "<root>")
+
+
 def run_timed(command, environment, timeout):
     start = time.perf_counter()
     try:
@@ -108,7 +115,7 @@ def uv_compile(uv, requirements, cache, output, environment, timeout):
                "--quiet", "--no-header", "--no-annotate", "-o", str(output)] + bench.uv_index_arguments()
     seconds, code, stderr = run_timed(command, environment, timeout)
     if code != 0:
-        return seconds, None, stderr.strip()[-2000:]
+        return seconds, None, redacted(stderr.strip())[-2000:]
     pins = {}
     for line in output.read_text().splitlines():
         line = line.split("#")[0].strip()

@@ -114,6 +114,9 @@ fn missing_extras(
                         .take(3)
                         .map(|candidate| candidate.to_string())
                         .collect();
+                    hints.push(format!(
+                        "uv and pip only warn here and install `{name}` without `{extra}`; the manifest asks for the extra, so the lock stops"
+                    ));
                     hints.push(if having.is_empty() {
                         format!(
                             "no recorded release of `{name}` declares `{extra}`: check the extra's name in `{name}`'s documentation"
