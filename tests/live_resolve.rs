@@ -424,7 +424,11 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 #[test]
 fn a_needed_release_whose_metadata_build_fails_stops_the_resolution() {
     let server = Server::start();
-    serve_project(&server, "app", &[wheel("app", "1.0", &["broken"], None, &[], 64)]);
+    serve_project(
+        &server,
+        "app",
+        &[wheel("app", "1.0", &["broken"], None, &[], 64)],
+    );
     let old = wheel("broken", "1.0", &[], None, &[], 64);
     serve_wheel(&server, &old, true);
     server.route(

@@ -21,8 +21,8 @@ use std::time::Duration;
 use pep440_rs::{Version, VersionSpecifiers};
 use pep508_rs::{PackageName, VersionOrUrl};
 
-use super::environment::TargetEnvironment;
 use super::conflict::{ConflictReport, Fact};
+use super::environment::TargetEnvironment;
 use super::error::ResolveError;
 use super::request::Request;
 use super::{Stop, resolve_within};
@@ -344,7 +344,12 @@ fn absorb(universe: &mut Universe, pending: &mut Pending, event: LiveEvent) {
 /// The resolution asked for `name version`, whose sdist's metadata build failed: it
 /// stops there, as uv (`Failed to build`) and pip (`metadata-generation-failed`) do,
 /// rather than walking down to older releases that may not build either.
-fn build_failed(request: &Request, name: &PackageName, version: &Version, reason: &str) -> ResolveError {
+fn build_failed(
+    request: &Request,
+    name: &PackageName,
+    version: &Version,
+    reason: &str,
+) -> ResolveError {
     ResolveError::Unresolvable {
         manifest: request.file.clone(),
         report: Box::new(ConflictReport {

@@ -490,7 +490,9 @@ mod tests {
             "ModuleNotFoundError: No module named 'pkg_resources'"
         );
         assert_eq!(
-            build_failure_summary("  wheel_stub.error.InstallFailedError: \n  ****\n  [end of output]\n"),
+            build_failure_summary(
+                "  wheel_stub.error.InstallFailedError: \n  ****\n  [end of output]\n"
+            ),
             "wheel_stub.error.InstallFailedError:"
         );
         assert_eq!(
