@@ -63,6 +63,7 @@ fn universe(packages: usize, versions: u32) -> Result<Universe, Failure> {
         indexes: vec![IndexContents {
             name: "generated".to_string(),
             packages: contents,
+            unusable: Default::default(),
         }],
         snapshot: None,
     })

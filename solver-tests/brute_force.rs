@@ -107,6 +107,7 @@ fn universe(model: &Model) -> Universe {
         indexes: vec![IndexContents {
             name: "random".to_string(),
             packages,
+            unusable: Default::default(),
         }],
     }
 }

@@ -43,6 +43,7 @@ fn universe(rows: &[(&str, &str, &[&str])]) -> Universe {
         indexes: vec![IndexContents {
             name: "inline".to_string(),
             packages,
+            unusable: Default::default(),
         }],
     }
 }

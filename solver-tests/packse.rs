@@ -135,6 +135,7 @@ fn universe(scenario: &Scenario) -> Universe {
         indexes: vec![IndexContents {
             name: "packse".to_string(),
             packages,
+            unusable: Default::default(),
         }],
     }
 }

@@ -57,6 +57,7 @@ fn universe() -> (Universe, Vec<String>) {
         indexes: vec![IndexContents {
             name: "default".to_string(),
             packages,
+            unusable: Default::default(),
         }],
     };
     (universe, versions)

@@ -467,3 +467,118 @@ fn a_needed_release_whose_metadata_build_fails_stops_the_resolution() {
         "{stderr}"
     );
 }
+
+/// `native 2.0` has a wheel only for CPython 3.11 (its metadata offered as a PEP 658
+/// file) and an sdist whose build fails. On CPython 3.12 the sdist is what installs, and
+/// its dependencies are read from the 3.11 wheel's metadata, as uv reads them: no build.
+#[test]
+fn a_release_installed_from_its_sdist_is_read_from_a_wheel_for_another_python() {
+    let server = Server::start();
+    serve_project(
+        &server,
+        "app",
+        &[wheel("app", "1.0", &["native"], None, &[], 64)],
+    );
+    serve_project(&server, "dep", &[wheel("dep", "1.0", &[], None, &[], 64)]);
+    let other = support::wheel_with_tag(
+        "native",
+        "2.0",
+        "cp311-cp311-manylinux_2_17_x86_64",
+        &["dep>=1"],
+        None,
+        &[],
+        64,
+    );
+    serve_wheel(&server, &other, true);
+    server.route(
+        "/files/native-2.0.tar.gz",
+        Route::file(sdist(&[
+            (
+                "native-2.0/PKG-INFO",
+                "Metadata-Version: 2.1\nName: native\nVersion: 2.0\n",
+            ),
+            (
+                "native-2.0/pyproject.toml",
+                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n",
+            ),
+            ("native-2.0/backend.py", FAILING_BACKEND),
+        ])),
+    );
+    server.route(
+        "/simple/native/",
+        Route::ok(
+            "text/html",
+            format!(
+                "<a href=\"/files/{0}\" data-core-metadata=\"true\">{0}</a>\n<a href=\"/files/native-2.0.tar.gz\">native-2.0.tar.gz</a>\n",
+                other.filename
+            ),
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let output = lock_live(dir.path(), &server);
+    assert_eq!(pins(&output), ["app==1.0", "dep==1.0", "native==2.0"]);
+    let lock: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let native = lock["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|package| package["name"] == "native")
+        .unwrap();
+    assert!(
+        native.to_string().contains("native-2.0.tar.gz") && !native.to_string().contains("cp311"),
+        "the lock installs the sdist: {native}"
+    );
+}
+
+/// A pin of a release that exists but has wheels only for older Pythons says so, and
+/// names the newest release that has a file for the node; it never reads as a release
+/// the index does not have.
+#[test]
+fn a_pinned_release_without_a_file_for_the_node_is_named_with_its_wheels() {
+    let server = Server::start();
+    let old: Vec<Wheel> = ["cp39", "cp310"]
+        .iter()
+        .map(|python| {
+            support::wheel_with_tag(
+                "old",
+                "1.0",
+                &format!("{python}-{python}-manylinux_2_17_x86_64"),
+                &[],
+                None,
+                &[],
+                64,
+            )
+        })
+        .chain([wheel("old", "2.0", &[], None, &[], 64)])
+        .collect();
+    serve_project(&server, "old", &old);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stack.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "schema: 1\nname: pinned-old\ntarget:\n  python: /opt/env/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.35\"\nindexes:\n  - {{ name: default, url: \"{}\" }}\npackages:\n  old: \"==1.0\"\n",
+            server.url("/simple/")
+        ),
+    )
+    .unwrap();
+    let cache = dir.path().join("cache").display().to_string();
+    let output = common::cli::upgrade(&[
+        "lock",
+        path.to_str().unwrap(),
+        "--live",
+        "--cache-dir",
+        &cache,
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("`old 1.0` is on index `default`, but none of its files installs on this node (CPython 3.12, x86_64, glibc 2.35): its wheels are for cp39, cp310 on manylinux_2_17_x86_64"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the newest release of `old` with a file for this node is 2.0"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no release of `old`"), "{stderr}");
+}

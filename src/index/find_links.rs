@@ -170,6 +170,7 @@ pub fn read_find_links(dir: &Path, index_name: &str) -> Result<FindLinks, FindLi
     let mut contents = IndexContents {
         name: index_name.to_string(),
         packages: BTreeMap::new(),
+        unusable: BTreeMap::new(),
     };
     for ((name, version), (metadata, mut files)) in releases {
         let Some(metadata) = metadata else {

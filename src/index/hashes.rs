@@ -256,6 +256,7 @@ mod tests {
                 )]
                 .into_iter()
                 .collect(),
+                unusable: std::collections::BTreeMap::new(),
             }],
         }
     }

@@ -13,5 +13,5 @@ pub mod pip_record;
 pub mod snapshot;
 pub mod tags;
 
-pub use model::{DistFile, IndexContents, Release, Universe};
+pub use model::{DistFile, IndexContents, Release, Universe, UnusableFiles};
 pub use snapshot::{EMBEDDED_SNAPSHOT_FILE, SNAPSHOT_SCHEMA, Snapshot, SnapshotError};

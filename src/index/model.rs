@@ -7,12 +7,13 @@
 //! The index policy (which index may serve which package) is the resolver's, not this
 //! module's: a universe records everything each index has.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pep440_rs::{Version, VersionSpecifiers};
 use pep508_rs::{PackageName, Requirement};
 use serde::{Deserialize, Serialize};
 
+use crate::index::filename::DistFilename;
 use crate::manifest::Sha256;
 
 /// Everything the configured indexes offer, in index priority order.
@@ -34,6 +35,57 @@ pub struct IndexContents {
     pub name: String,
     /// Packages by normalized name.
     pub packages: BTreeMap<PackageName, Vec<Release>>,
+    /// Per package, the releases listed with files none of which installs on the target,
+    /// e.g. `tensorflow 2.9.1` (wheels for `cp37`–`cp310`) for CPython 3.12: a report says
+    /// such a release exists and why it cannot be had. Live resolution records them;
+    /// snapshots leave them out unless written by hand.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unusable: BTreeMap<PackageName, BTreeMap<Version, UnusableFiles>>,
+}
+
+/// The files of a release that cannot install on the target, as a report words them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnusableFiles {
+    /// The Python tags of its wheels, e.g. `cp310`, `py3`.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub pythons: BTreeSet<String>,
+    /// The platform tags of its wheels, e.g. `macosx_11_0_arm64`.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub platforms: BTreeSet<String>,
+    /// The `Requires-Python` values its files declare, e.g. `>=3.13`.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub requires_python: BTreeSet<String>,
+    /// How many of its files are sdists.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sdists: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
+impl UnusableFiles {
+    /// Count one more file, named `dist`, with its `Requires-Python` text.
+    pub fn add(&mut self, dist: &DistFilename, requires_python: Option<&str>) {
+        match dist {
+            DistFilename::Wheel(wheel) => {
+                for tag in &wheel.tags {
+                    if !self.pythons.contains(&tag.python) {
+                        self.pythons.insert(tag.python.clone());
+                    }
+                    if !self.platforms.contains(&tag.platform) {
+                        self.platforms.insert(tag.platform.clone());
+                    }
+                }
+            }
+            DistFilename::Sdist(_) => self.sdists += 1,
+        }
+        if let Some(requires_python) = requires_python.filter(|text| !text.is_empty())
+            && !self.requires_python.contains(requires_python)
+        {
+            self.requires_python.insert(requires_python.to_string());
+        }
+    }
 }
 
 /// One release of a package, e.g. `torch 2.9.1+cu130`.

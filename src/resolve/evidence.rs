@@ -18,6 +18,7 @@ pub use super::cause::Tree;
 use super::environment::TargetEnvironment;
 use super::package::{ResolverPackage, VirtualPackage};
 use super::provider::Provider;
+use crate::index::UnusableFiles;
 use crate::manifest::GitSource;
 use crate::rules::RuleSet;
 
@@ -63,6 +64,9 @@ pub struct PackageEvidence {
     /// Close project names when no index may serve it, e.g. `torchaudio` for
     /// `torchaudoi`: from the index it is bound to, else from every index.
     pub suggestions: Vec<PackageName>,
+    /// Releases its index lists with no file for this node, newest first, e.g.
+    /// `tensorflow 2.9.1` (wheels for `cp37`–`cp310`) on CPython 3.12.
+    pub unusable: Vec<(Version, UnusableFiles)>,
 }
 
 impl<'p> Evidence<'p> {
@@ -154,6 +158,7 @@ impl<'p> Evidence<'p> {
             has_override: false,
             git: None,
             suggestions: Vec::new(),
+            unusable: Vec::new(),
         };
         self.packages.get(name).unwrap_or(&NOTHING)
     }
@@ -213,6 +218,18 @@ fn package_evidence(provider: &Provider<'_>, name: &PackageName) -> PackageEvide
     } else {
         Vec::new()
     };
+    let unusable = index
+        .as_deref()
+        .and_then(|index| provider.universe().index(index))
+        .and_then(|contents| contents.unusable.get(name))
+        .map(|releases| {
+            releases
+                .iter()
+                .rev()
+                .map(|(version, files)| (version.clone(), files.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
     PackageEvidence {
         versions: provider.candidate_versions(name),
         index,
@@ -221,6 +238,7 @@ fn package_evidence(provider: &Provider<'_>, name: &PackageName) -> PackageEvide
         has_override: provider.has_override(name),
         git,
         suggestions,
+        unusable,
     }
 }
 

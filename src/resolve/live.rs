@@ -198,6 +198,7 @@ pub fn resolve_live(
             .map(|name| IndexContents {
                 name,
                 packages: BTreeMap::new(),
+                unusable: BTreeMap::new(),
             })
             .collect(),
         snapshot: None,
@@ -272,7 +273,11 @@ pub fn resolve_live(
 /// Lay one fetched answer into the filling universe.
 fn absorb(universe: &mut Universe, pending: &mut Pending, event: LiveEvent) {
     match event {
-        LiveEvent::Listed { name, found } => {
+        LiveEvent::Listed {
+            name,
+            found,
+            unusable,
+        } => {
             if let Some((index, versions)) = found
                 && let Some(contents) = universe.indexes.get_mut(index)
             {
@@ -291,6 +296,9 @@ fn absorb(universe: &mut Universe, pending: &mut Pending, event: LiveEvent) {
                     })
                     .collect();
                 contents.packages.insert(name.clone(), releases);
+                if !unusable.is_empty() {
+                    contents.unusable.insert(name.clone(), unusable);
+                }
             }
             pending.looked_up.insert(name);
         }
@@ -388,6 +396,7 @@ fn visited(universe: &Universe, pending: &Pending) -> Universe {
                     (!kept.is_empty()).then(|| (name.clone(), kept))
                 })
                 .collect(),
+            unusable: contents.unusable.clone(),
         })
         .collect();
     Universe {
@@ -434,6 +443,7 @@ mod tests {
                     .map(|(listed, filename)| (version(listed), vec![file(filename)]))
                     .collect(),
             )),
+            unusable: BTreeMap::new(),
         }
     }
 
@@ -489,6 +499,7 @@ mod tests {
             indexes: vec![IndexContents {
                 name: "default".to_string(),
                 packages: BTreeMap::new(),
+                unusable: BTreeMap::new(),
             }],
             snapshot: None,
         };

@@ -29,6 +29,7 @@ pub mod ranges;
 mod relax;
 mod report;
 mod request;
+mod unusable;
 
 use std::collections::BTreeMap;
 

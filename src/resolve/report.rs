@@ -277,7 +277,27 @@ impl Builder<'_, '_> {
                     .map(|index| format!(" on index `{index}`"))
                     .unwrap_or_default();
                 let existing = &known.versions;
-                if range.iter().nth(1).is_some()
+                let unusable: Vec<_> = known
+                    .unusable
+                    .iter()
+                    .filter(|(version, _)| range.contains(version))
+                    .collect();
+                let explained = match &known.index {
+                    Some(index) if !existing.iter().any(|version| range.contains(version)) => {
+                        super::unusable::explain(
+                            name.as_ref(),
+                            index,
+                            &unusable,
+                            existing,
+                            self.evidence.environment,
+                        )
+                    }
+                    Some(_) | None => None,
+                };
+                if let Some((fact, hint)) = explained {
+                    self.fact_text(fact);
+                    self.hint(hint);
+                } else if range.iter().nth(1).is_some()
                     && !existing.iter().any(|version| range.contains(version))
                 {
                     // A union of the gaps between releases ruled out one by one: its hull

@@ -18,9 +18,10 @@ use pep440_rs::{Operator, Version, VersionSpecifiers};
 use pep508_rs::{ExtraName, MarkerEnvironment, PackageName, Requirement, VersionOrUrl};
 use tokio::task::JoinSet;
 
+use super::simple::LeftOut;
 use super::{ClientError, IndexClient, IndexLocation, ProjectFile};
 use crate::index::filename::{DistFilename, WheelTag};
-use crate::index::model::{IndexContents, Release, Universe};
+use crate::index::model::{IndexContents, Release, Universe, UnusableFiles};
 
 /// An index as the explorer sees it: where, and whether it is explicit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,13 +167,57 @@ pub struct Exploration {
     pub releases: usize,
 }
 
-/// Where a package's files came from.
+/// A project as the index that has it lists it for the target.
 #[derive(Debug, Clone)]
-struct Listing {
+pub(crate) struct Listing {
     /// Position in the index list.
-    index: usize,
-    /// Files usable on the target, by version.
-    versions: BTreeMap<Version, Vec<ProjectFile>>,
+    pub(crate) index: usize,
+    /// Files usable on the target, by version; a release with only sdists stays (its
+    /// metadata is read from a stand-in wheel, from the sdist, or built).
+    pub(crate) versions: BTreeMap<Version, Vec<ProjectFile>>,
+    /// The files left out, by version.
+    pub(crate) left_out: BTreeMap<Version, LeftOut>,
+}
+
+impl Listing {
+    /// A wheel whose metadata stands for `version`'s where its usable files are sdists
+    /// (see [`LeftOut::stand_in`]); only one whose page gives the same `Requires-Python`
+    /// as those sdists, so that a wheel left out for its Python range never speaks for
+    /// them.
+    pub(crate) fn stand_in(&self, version: &Version) -> Option<&ProjectFile> {
+        let files = self.versions.get(version)?;
+        if files
+            .iter()
+            .any(|file| matches!(file.dist, DistFilename::Wheel(_)))
+        {
+            return None;
+        }
+        let stand_in = self.left_out.get(version)?.stand_in.as_ref()?;
+        files
+            .iter()
+            .all(|file| file.requires_python == stand_in.requires_python)
+            .then_some(stand_in)
+    }
+
+    /// Whether `version`'s metadata can be read without a build: it has a usable wheel
+    /// or a stand-in.
+    pub(crate) fn has_wheel_metadata(&self, version: &Version) -> bool {
+        self.stand_in(version).is_some()
+            || self.versions.get(version).is_some_and(|files| {
+                files
+                    .iter()
+                    .any(|file| matches!(file.dist, DistFilename::Wheel(_)))
+            })
+    }
+
+    /// The releases listed with no file usable on the target, e.g. for a report.
+    pub(crate) fn unusable(&self) -> BTreeMap<Version, UnusableFiles> {
+        self.left_out
+            .iter()
+            .filter(|(version, _)| !self.versions.contains_key(*version))
+            .map(|(version, left_out)| (version.clone(), left_out.files.clone()))
+            .collect()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -322,12 +367,9 @@ impl Explorer<'_> {
                 &name,
                 outcome
                     .as_ref()
-                    .map(|(index, _)| self.indexes[*index].location.name.as_str()),
+                    .map(|listing| self.indexes[listing.index].location.name.as_str()),
             );
-            let listing = outcome.map(|(index, files)| {
-                let versions = usable_by_version(files);
-                Listing { index, versions }
-            });
+            let listing = outcome;
             if listing.is_none() {
                 self.notes
                     .push(format!("skipped `{name}`: no allowed index has it"));
@@ -372,12 +414,19 @@ impl Explorer<'_> {
                     continue;
                 }
                 if let Some(files) = listing.versions.get(&version) {
-                    jobs.push((name.clone(), location.clone(), version, files.clone()));
+                    let stand_in = listing.stand_in(&version).cloned();
+                    jobs.push((
+                        name.clone(),
+                        location.clone(),
+                        version,
+                        files.clone(),
+                        stand_in,
+                    ));
                 }
             }
         }
         let mut tasks = JoinSet::new();
-        for (name, location, version, files) in jobs {
+        for (name, location, version, files, stand_in) in jobs {
             self.releases_fetched += 1;
             if self.releases_fetched > self.settings.max_releases {
                 return Err(ClientError::Limit {
@@ -389,9 +438,7 @@ impl Explorer<'_> {
             let client = self.client.clone();
             tasks.spawn(async move {
                 let outcome = client
-                    .fetch_release(&location, &version, &files, |file| {
-                        matches!(file.dist, DistFilename::Wheel(_))
-                    })
+                    .fetch_release(&location, &version, &files, stand_in.as_ref())
                     .await;
                 (name, version, outcome)
             });
@@ -502,6 +549,7 @@ impl Explorer<'_> {
                 .map(|index| IndexContents {
                     name: index.location.name.clone(),
                     packages: BTreeMap::new(),
+                    unusable: BTreeMap::new(),
                 })
                 .collect(),
         };
@@ -605,38 +653,37 @@ pub(crate) fn allowed_indexes(
 }
 
 /// Look `name` up on `locations` in order: the first index whose page lists files
-/// has it, e.g. `(0, [torch-2.9.1-….whl, …])`; `None` when none does.
+/// has it, e.g. index 0 with `torch 2.9.1`'s `cp312` wheels; `None` when none does.
 pub(crate) async fn look_up_project(
     client: &IndexClient,
     locations: &[(usize, IndexLocation)],
     name: &PackageName,
     settings: &ExploreSettings,
-) -> Result<Option<(usize, Vec<ProjectFile>)>, ClientError> {
+) -> Result<Option<Listing>, ClientError> {
     let usable = |dist: &DistFilename, requires_python: Option<&VersionSpecifiers>| {
         file_usable(settings, dist, requires_python)
     };
     for (position, location) in locations {
         match client.fetch_project_where(location, name, &usable).await? {
             // An index that lists the project has it, even with no file usable here.
-            Some(page) if page.lists_any => return Ok(Some((*position, page.files))),
+            Some(page) if page.lists_any => {
+                let mut versions: BTreeMap<Version, Vec<ProjectFile>> = BTreeMap::new();
+                for file in page.files {
+                    versions
+                        .entry(file.dist.version().clone())
+                        .or_default()
+                        .push(file);
+                }
+                return Ok(Some(Listing {
+                    index: *position,
+                    versions,
+                    left_out: page.left_out,
+                }));
+            }
             Some(_) | None => {}
         }
     }
     Ok(None)
-}
-
-/// Group the files usable on the target (as [`look_up_project`] keeps them) by version.
-/// A release with only sdists stays: its metadata is read from the sdist or built
-/// (`sdist`), as pip and uv do.
-pub(crate) fn usable_by_version(files: Vec<ProjectFile>) -> BTreeMap<Version, Vec<ProjectFile>> {
-    let mut versions: BTreeMap<Version, Vec<ProjectFile>> = BTreeMap::new();
-    for file in files {
-        versions
-            .entry(file.dist.version().clone())
-            .or_default()
-            .push(file);
-    }
-    versions
 }
 
 /// The coarse file filter: whether a file named `dist` with `requires_python` can

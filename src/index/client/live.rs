@@ -29,12 +29,11 @@ use pep508_rs::{ExtraName, PackageName, Requirement};
 use tokio::runtime::Handle;
 
 use super::explore::{
-    Constraints, ExploreSettings, IndexSource, Overrides, allowed_indexes, look_up_project,
-    manifest_pins, select_versions, specifiers_of, usable_by_version,
+    Constraints, ExploreSettings, IndexSource, Listing, Overrides, allowed_indexes,
+    look_up_project, manifest_pins, select_versions, specifiers_of,
 };
-use super::{ClientError, IndexClient, IndexLocation, ProjectFile, dist_file};
-use crate::index::filename::DistFilename;
-use crate::index::model::{DistFile, Release};
+use super::{ClientError, IndexClient, IndexLocation, dist_file};
+use crate::index::model::{DistFile, Release, UnusableFiles};
 
 /// A project's versions with their files usable on the target, oldest first.
 pub type ListedVersions = Vec<(Version, Vec<DistFile>)>;
@@ -49,6 +48,9 @@ pub enum LiveEvent {
         name: PackageName,
         /// e.g. `(0, [(2.9.1, [torch-2.9.1-cp312-….whl])])`.
         found: Option<(usize, ListedVersions)>,
+        /// Its releases listed with no file usable on the target, e.g. `tensorflow
+        /// 2.9.1` for CPython 3.12.
+        unusable: BTreeMap<Version, UnusableFiles>,
     },
     /// A release's metadata was read.
     Read {
@@ -112,12 +114,6 @@ struct Shared {
     wait_limit: Duration,
     state: Mutex<State>,
     changed: Condvar,
-}
-
-/// A project's files usable on the target, from the index that has it.
-struct Listing {
-    index: usize,
-    versions: BTreeMap<Version, Vec<ProjectFile>>,
 }
 
 #[derive(Default)]
@@ -223,7 +219,7 @@ impl LiveIndex {
                 .range(..=version.clone())
                 .rev()
                 .take(count)
-                .filter(|(listed, _)| *listed == version || has_wheel(listing, listed))
+                .filter(|(listed, _)| *listed == version || listing.has_wheel_metadata(listed))
                 .map(|(listed, _)| listed.clone())
                 .collect(),
             _ => vec![version.clone()],
@@ -332,15 +328,6 @@ impl LiveIndex {
     }
 }
 
-/// Whether `version` of a listed project has a wheel usable on the target.
-fn has_wheel(listing: &Listing, version: &Version) -> bool {
-    listing.versions.get(version).is_some_and(|files| {
-        files
-            .iter()
-            .any(|file| matches!(file.dist, DistFilename::Wheel(_)))
-    })
-}
-
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -383,9 +370,8 @@ impl Shared {
             let found = look_up_project(&shared.client, &locations, &name, &shared.settings).await;
             let mut state = shared.lock();
             match found {
-                Ok(Some((index, files))) => {
-                    let versions = usable_by_version(files);
-                    shared.answer_project(&mut state, name, Some(Listing { index, versions }));
+                Ok(Some(listing)) => {
+                    shared.answer_project(&mut state, name, Some(listing));
                 }
                 Ok(None) => {
                     state
@@ -461,6 +447,7 @@ impl Shared {
         state.events.push(LiveEvent::Listed {
             name: name.clone(),
             found,
+            unusable: listing.as_ref().map(Listing::unusable).unwrap_or_default(),
         });
         state.projects.insert(name.clone(), Some(listing));
         for specifiers in state.ahead.remove(&name).unwrap_or_default() {
@@ -479,8 +466,9 @@ impl Shared {
     ) {
         let specifiers = self.overrides.get(&name).cloned().unwrap_or(specifiers);
         let newest: Vec<Version> = match state.projects.get(&name) {
-            // An sdist-only release is left to the resolver: its metadata may need a
-            // build of minutes, worth it only when the resolution asks for it.
+            // An sdist-only release without a stand-in wheel is left to the resolver: its
+            // metadata may need a build of minutes, worth it only when the resolution
+            // asks for it.
             Some(Some(Some(listing))) => select_versions(
                 &listing.versions,
                 &[&specifiers],
@@ -488,7 +476,7 @@ impl Shared {
                 1,
             )
             .into_iter()
-            .filter(|version| has_wheel(listing, version))
+            .filter(|version| listing.has_wheel_metadata(version))
             .collect(),
             Some(Some(None)) => return,
             Some(None) | None => {
@@ -518,6 +506,7 @@ impl Shared {
         let Some(files) = listing.versions.get(version).cloned() else {
             return;
         };
+        let stand_in = listing.stand_in(version).cloned();
         let index = listing.index;
         if state.releases_read >= self.settings.max_releases {
             state.failure.get_or_insert(ClientError::Limit {
@@ -536,9 +525,7 @@ impl Shared {
         self.handle.spawn(async move {
             let outcome = shared
                 .client
-                .fetch_release(&location, &version, &files, |file| {
-                    matches!(file.dist, DistFilename::Wheel(_))
-                })
+                .fetch_release(&location, &version, &files, stand_in.as_ref())
                 .await;
             let mut state = shared.lock();
             state.releases.insert((name.clone(), version.clone()), true);

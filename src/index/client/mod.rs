@@ -195,17 +195,18 @@ impl IndexClient {
     }
 
     /// One release assembled from the files of `version`: metadata from the best
-    /// file (a PEP 658 offer first, then a wheel, preferring `preferred` files), all
-    /// files listed with hashes and yanked state.
+    /// file (a wheel with a PEP 658 file first, then any wheel, then `stand_in`, a wheel
+    /// of the release that cannot install here, and an sdist last), `files` listed with
+    /// hashes and yanked state.
     pub async fn fetch_release(
         &self,
         index: &IndexLocation,
         version: &Version,
         files: &[ProjectFile],
-        preferred: impl Fn(&ProjectFile) -> bool,
+        stand_in: Option<&ProjectFile>,
     ) -> Result<Release, ClientError> {
         let source =
-            metadata_source(files, preferred).ok_or_else(|| ClientError::SdistMetadata {
+            metadata_source(files, stand_in).ok_or_else(|| ClientError::SdistMetadata {
                 filename: files
                     .first()
                     .map(|file| file.filename.clone())
@@ -331,22 +332,21 @@ pub struct FileDigest {
     pub size: u64,
 }
 
-/// The file whose metadata stands for the release: a PEP 658 offer on a preferred
-/// wheel, any PEP 658 offer, a preferred wheel, any wheel; `None` when only sdists
-/// without metadata files remain.
-fn metadata_source(
-    files: &[ProjectFile],
-    preferred: impl Fn(&ProjectFile) -> bool,
-) -> Option<&ProjectFile> {
+/// The file whose metadata stands for the release: a wheel with a PEP 658 file, any
+/// file with one, any wheel, the stand-in, an sdist; `None` when there is no file.
+fn metadata_source<'f>(
+    files: &'f [ProjectFile],
+    stand_in: Option<&'f ProjectFile>,
+) -> Option<&'f ProjectFile> {
     let is_wheel = |file: &&ProjectFile| matches!(file.dist, DistFilename::Wheel(_));
     let offered = |file: &&ProjectFile| matches!(file.metadata, MetadataOffer::Offered(_));
     files
         .iter()
         .filter(is_wheel)
-        .find(|file| offered(file) && preferred(file))
+        .find(offered)
         .or_else(|| files.iter().find(offered))
-        .or_else(|| files.iter().filter(is_wheel).find(|file| preferred(file)))
         .or_else(|| files.iter().find(is_wheel))
+        .or(stand_in)
         // Only sdists: their `PKG-INFO`, or the metadata their backend prepares.
         .or_else(|| files.first())
 }

@@ -14,14 +14,15 @@
 //! See: https://packaging.python.org/en/latest/specifications/simple-repository-api/
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::str::FromStr;
 
-use pep440_rs::VersionSpecifiers;
+use pep440_rs::{Version, VersionSpecifiers};
 use url::Url;
 
 use super::raw_page::{RawFile, RawMetadata, RawPage};
 use crate::index::filename::DistFilename;
+use crate::index::model::UnusableFiles;
 use crate::manifest::Sha256;
 
 /// The `Accept` header of a project page request: JSON first, HTML as a fallback.
@@ -85,6 +86,20 @@ pub struct ListedPage {
     pub files: Vec<ProjectFile>,
     /// Whether the page lists any distribution at all, kept or not.
     pub lists_any: bool,
+    /// The files left out, by version, e.g. `tensorflow 2.9.1`'s wheels for `cp37`–`cp310`.
+    pub left_out: BTreeMap<Version, LeftOut>,
+}
+
+/// The files of one release that the filter left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LeftOut {
+    /// What they are, for a report.
+    pub files: UnusableFiles,
+    /// One of its wheels, one with a PEP 658 file first. Every wheel of a release
+    /// carries the release's dependencies, so its metadata stands for the release's
+    /// where only an sdist can install here: uv reads it the same way rather than
+    /// building the sdist (`numba 0.58.1` has wheels up to `cp311` and an sdist).
+    pub stand_in: Option<ProjectFile>,
 }
 
 /// [`parse_page`] keeping only the files `keep` wants: the same files as filtering its
@@ -151,6 +166,7 @@ impl<'page> Reader<'page, '_> {
         let mut seen: HashSet<Cow<'page, str>> = HashSet::new();
         let mut unchecked: HashMap<Cow<'page, str>, &'page RawFile<'page>> = HashMap::new();
         let mut lists_any = false;
+        let mut left_out: BTreeMap<Version, LeftOut> = BTreeMap::new();
         for file in raw.iter().rev() {
             let Some((name, dist, resolved)) = self.name(file) else {
                 continue;
@@ -167,6 +183,21 @@ impl<'page> Reader<'page, '_> {
             }
             let requires_python = self.requires_python(file.requires_python.as_deref());
             if !(self.keep)(&dist, requires_python.as_ref()) {
+                let release = left_out.entry(dist.version().clone()).or_default();
+                release
+                    .files
+                    .add(&dist, file.requires_python.as_deref().map(str::trim));
+                if Self::better_stand_in(release.stand_in.as_ref(), file, &dist)
+                    && let Some(url) = resolved.clone().or_else(|| self.base.join(&file.href).ok())
+                {
+                    release.stand_in = Some(self.file(
+                        file,
+                        name.clone().into_owned(),
+                        dist.clone(),
+                        url,
+                        requires_python.clone(),
+                    ));
+                }
                 if resolved.is_some() {
                     lists_any = true;
                     seen.insert(name);
@@ -187,7 +218,30 @@ impl<'page> Reader<'page, '_> {
             || unchecked
                 .values()
                 .any(|file| self.base.join(&file.href).is_ok());
-        ListedPage { files, lists_any }
+        ListedPage {
+            files,
+            lists_any,
+            left_out,
+        }
+    }
+
+    /// Whether `file` (left out) stands for its release better than `chosen`: a wheel
+    /// does, and one with a PEP 658 file better than one without.
+    fn better_stand_in(
+        chosen: Option<&ProjectFile>,
+        file: &RawFile<'_>,
+        dist: &DistFilename,
+    ) -> bool {
+        if !matches!(dist, DistFilename::Wheel(_)) {
+            return false;
+        }
+        match chosen {
+            None => true,
+            Some(chosen) => {
+                chosen.metadata == MetadataOffer::Absent
+                    && matches!(file.metadata, RawMetadata::Offered(_))
+            }
+        }
     }
 
     /// The file's name and parsed name, from the page's name when it is a distribution's,
