@@ -582,3 +582,41 @@ fn a_pinned_release_without_a_file_for_the_node_is_named_with_its_wheels() {
     );
     assert!(!stderr.contains("no release of `old`"), "{stderr}");
 }
+
+/// `scikit 3.0` offers only an sdist whose `PKG-INFO` is Metadata 2.1 (not static under
+/// PEP 643) and whose build fails, but whose `pyproject.toml` declares its dependencies
+/// statically with a dynamic version: they are read from there, as uv reads them.
+#[test]
+fn an_sdist_with_static_pyproject_dependencies_is_read_without_a_build() {
+    let server = Server::start();
+    serve_project(
+        &server,
+        "app",
+        &[wheel("app", "1.0", &["scikit"], None, &[], 64)],
+    );
+    serve_project(&server, "dep", &[wheel("dep", "1.0", &[], None, &[], 64)]);
+    server.route(
+        "/files/scikit-3.0.tar.gz",
+        Route::file(sdist(&[
+            (
+                "scikit-3.0/PKG-INFO",
+                "Metadata-Version: 2.1\nName: scikit\nVersion: 3.0\n",
+            ),
+            (
+                "scikit-3.0/pyproject.toml",
+                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n\n[project]\nname = \"scikit\"\ndynamic = [\"version\"]\nrequires-python = \">=3.9\"\ndependencies = [\"dep>=1\"]\n",
+            ),
+            ("scikit-3.0/backend.py", FAILING_BACKEND),
+        ])),
+    );
+    server.route(
+        "/simple/scikit/",
+        Route::ok(
+            "text/html",
+            "<a href=\"/files/scikit-3.0.tar.gz\">scikit-3.0.tar.gz</a>\n".to_string(),
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let output = lock_live(dir.path(), &server);
+    assert_eq!(pins(&output), ["app==1.0", "dep==1.0", "scikit==3.0"]);
+}

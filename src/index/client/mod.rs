@@ -15,6 +15,7 @@ pub mod explore;
 mod http;
 pub mod live;
 mod page_json;
+mod pyproject;
 mod range;
 mod raw_page;
 mod sdist;

@@ -1,7 +1,8 @@
 //! The metadata of a release that offers only an sdist, as uv finds it: the sdist's
 //! `PKG-INFO` when PEP 643 says its dependency fields are static (`Metadata-Version`
 //! 2.2 or later, below 3, and none of `Requires-Dist`, `Requires-Python`,
-//! `Provides-Extra` marked `Dynamic`), else the metadata its build backend prepares in an isolated build
+//! `Provides-Extra` marked `Dynamic`), else its `pyproject.toml` `[project]` table when
+//! that is static ([`super::pyproject`]), else the metadata its build backend prepares in an isolated build
 //! environment (`pip install --dry-run --no-deps --report`, which runs the backend's
 //! `prepare_metadata_for_build_wheel` in a fresh environment with the sdist's build
 //! requirements). The sdist is downloaded once and checked against its sha256; what is
@@ -59,9 +60,17 @@ pub(super) async fn sdist_metadata(
             });
         }
     }
-    let pkg_info = read_pkg_info(&bytes, &file.filename).map_err(failed)?;
-    if is_static(&pkg_info) {
+    let top = read_top_files(&bytes, &file.filename).map_err(failed)?;
+    if let Some(pkg_info) = top.pkg_info
+        && is_static(&pkg_info)
+    {
         return Ok(pkg_info);
+    }
+    if let (Some(pyproject), DistFilename::Sdist(sdist)) = (&top.pyproject, &file.dist)
+        && let Some(metadata) =
+            super::pyproject::static_metadata(pyproject, &sdist.name, &sdist.version)
+    {
+        return Ok(metadata);
     }
     build_metadata(&bytes, &file.filename, build_python)
         .await
@@ -91,59 +100,88 @@ fn build_failure_summary(stderr: &str) -> String {
     }
 }
 
-/// The shallowest `PKG-INFO` of a `.tar.gz` or `.zip` sdist, e.g.
-/// `deepspeed-0.19.8/PKG-INFO`.
-pub(crate) fn read_pkg_info(bytes: &[u8], filename: &str) -> Result<Vec<u8>, String> {
-    let found = match DistFilename::parse(filename) {
-        Ok(DistFilename::Sdist(_)) if filename.ends_with(".zip") => zip_pkg_info(bytes)?,
-        Ok(DistFilename::Sdist(_)) => tar_gz_pkg_info(bytes)?,
-        _ => return Err(format!("`{filename}` is not an sdist")),
-    };
-    found.ok_or_else(|| "the sdist has no `PKG-INFO` at its top directory".to_string())
+/// The files at the top directory of an sdist that may carry its metadata statically.
+#[derive(Debug, Default)]
+pub(crate) struct TopFiles {
+    /// `NAME-VERSION/PKG-INFO`.
+    pub(crate) pkg_info: Option<Vec<u8>>,
+    /// `NAME-VERSION/pyproject.toml`.
+    pub(crate) pyproject: Option<Vec<u8>>,
 }
 
-fn depth_of_pkg_info(path: &str) -> Option<usize> {
-    let path = path.trim_start_matches("./");
-    let parts: Vec<&str> = path.split('/').collect();
-    (parts.last() == Some(&"PKG-INFO")).then_some(parts.len())
+impl TopFiles {
+    /// The slot for an archive path, e.g. `deepspeed-0.19.8/PKG-INFO`; `None` for any
+    /// other file or one already read.
+    fn slot(&mut self, path: &str) -> Option<&mut Option<Vec<u8>>> {
+        let path = path.trim_start_matches("./");
+        let (top, name) = path.split_once('/')?;
+        if top.is_empty() || name.contains('/') {
+            return None;
+        }
+        let slot = match name {
+            "PKG-INFO" => &mut self.pkg_info,
+            "pyproject.toml" => &mut self.pyproject,
+            _ => return None,
+        };
+        slot.is_none().then_some(slot)
+    }
+
+    fn complete(&self) -> bool {
+        self.pkg_info.is_some() && self.pyproject.is_some()
+    }
 }
 
-fn zip_pkg_info(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+/// The top `PKG-INFO` and `pyproject.toml` of a `.tar.gz` or `.zip` sdist, e.g.
+/// `deepspeed-0.19.8/PKG-INFO`; an error when it is not such an archive.
+pub(crate) fn read_top_files(bytes: &[u8], filename: &str) -> Result<TopFiles, String> {
+    match DistFilename::parse(filename) {
+        Ok(DistFilename::Sdist(_)) if filename.ends_with(".zip") => zip_top_files(bytes),
+        Ok(DistFilename::Sdist(_)) => tar_gz_top_files(bytes),
+        _ => Err(format!("`{filename}` is not an sdist")),
+    }
+}
+
+fn zip_top_files(bytes: &[u8]) -> Result<TopFiles, String> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
         .map_err(|error| format!("not a zip archive: {error}"))?;
-    let best = (0..archive.len())
-        .filter_map(|position| {
-            let name = archive.name_for_index(position)?.ok()?.to_string();
-            depth_of_pkg_info(&name).map(|depth| (depth, position))
-        })
-        .filter(|(depth, _)| *depth == 2)
-        .min();
-    let Some((_, position)) = best else {
-        return Ok(None);
-    };
-    let entry = archive
-        .by_index(position)
-        .map_err(|error| format!("unreadable zip entry: {error}"))?;
-    let mut text = Vec::new();
-    entry
-        .take(MAX_PKG_INFO)
-        .read_to_end(&mut text)
-        .map_err(|error| format!("unreadable `PKG-INFO`: {error}"))?;
-    Ok(Some(text))
+    let mut found = TopFiles::default();
+    for position in 0..archive.len() {
+        let name = (|| Some(archive.name_for_index(position)?.ok()?.to_string()))();
+        let Some(name) = name else {
+            continue;
+        };
+        if found.slot(&name).is_none() {
+            continue;
+        }
+        let entry = archive
+            .by_index(position)
+            .map_err(|error| format!("unreadable zip entry: {error}"))?;
+        let mut text = Vec::new();
+        entry
+            .take(MAX_PKG_INFO)
+            .read_to_end(&mut text)
+            .map_err(|error| format!("unreadable `{name}`: {error}"))?;
+        if let Some(slot) = found.slot(&name) {
+            *slot = Some(text);
+        }
+        if found.complete() {
+            break;
+        }
+    }
+    Ok(found)
 }
 
-/// Walks a gzip-compressed ustar/GNU/PAX archive for `NAME/PKG-INFO`.
-fn tar_gz_pkg_info(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+/// Walks a gzip-compressed ustar/GNU/PAX archive for `NAME/PKG-INFO` and
+/// `NAME/pyproject.toml`.
+fn tar_gz_top_files(bytes: &[u8]) -> Result<TopFiles, String> {
     let mut decoder = flate2::read::GzDecoder::new(bytes);
     let mut header = [0u8; 512];
     let mut long_name: Option<String> = None;
+    let mut found = TopFiles::default();
     // An sdist has far fewer entries; the bound keeps a hostile archive finite.
     for _ in 0..1_000_000 {
-        if !read_block(&mut decoder, &mut header)? {
-            return Ok(None);
-        }
-        if header.iter().all(|byte| *byte == 0) {
-            return Ok(None);
+        if !read_block(&mut decoder, &mut header)? || header.iter().all(|byte| *byte == 0) {
+            return Ok(found);
         }
         let size = octal(&header[124..136])?;
         let kind = header[156];
@@ -175,8 +213,14 @@ fn tar_gz_pkg_info(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
                 }
                 continue;
             }
-            b'0' | 0 if depth_of_pkg_info(&name) == Some(2) && size <= MAX_PKG_INFO => {
-                return Ok(Some(read_exact(&mut decoder, padded, size)?));
+            b'0' | 0 if size <= MAX_PKG_INFO && found.slot(&name).is_some() => {
+                let data = read_exact(&mut decoder, padded, size)?;
+                if let Some(slot) = found.slot(&name) {
+                    *slot = Some(data);
+                }
+                if found.complete() {
+                    return Ok(found);
+                }
             }
             _ => skip(&mut decoder, padded)?,
         }
@@ -437,10 +481,16 @@ mod tests {
                 b"Metadata-Version: 2.2\nName: demo\nVersion: 1.0\n",
             ),
         ]);
-        let text = read_pkg_info(&archive, "demo-1.0.tar.gz").unwrap();
-        assert!(String::from_utf8(text).unwrap().contains("Name: demo"));
-        assert!(read_pkg_info(&tar_gz(&[("demo-1.0/setup.py", b"")]), "demo-1.0.tar.gz").is_err());
-        assert!(read_pkg_info(b"not gzip", "demo-1.0.tar.gz").is_err());
+        let top = read_top_files(&archive, "demo-1.0.tar.gz").unwrap();
+        assert!(
+            String::from_utf8(top.pkg_info.unwrap())
+                .unwrap()
+                .contains("Name: demo")
+        );
+        assert!(top.pyproject.is_none());
+        let bare = read_top_files(&tar_gz(&[("demo-1.0/setup.py", b"")]), "demo-1.0.tar.gz");
+        assert!(bare.unwrap().pkg_info.is_none());
+        assert!(read_top_files(b"not gzip", "demo-1.0.tar.gz").is_err());
     }
 
     #[test]
