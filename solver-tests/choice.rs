@@ -50,6 +50,11 @@ fn universe(rows: &[(&str, &str, &[&str])]) -> Universe {
 
 /// The lock's `name==version` pins for the root `requirements`.
 fn lock(rows: &[(&str, &str, &[&str])], requirements: &[&str]) -> Vec<String> {
+    lock_in(&universe(rows), requirements)
+}
+
+/// [`lock`] over a universe built (and changed) by the test.
+fn lock_in(universe: &Universe, requirements: &[&str]) -> Vec<String> {
     let request = Request {
         name: "choice".to_string(),
         file: "choice.yaml".to_string(),
@@ -85,7 +90,7 @@ fn lock(rows: &[(&str, &str, &[&str])], requirements: &[&str]) -> Vec<String> {
         cuda_runtime: None,
     };
     let rules = RuleSet::embedded().unwrap();
-    let lock = resolve::resolve(&request, &universe(rows), &environment, &rules)
+    let lock = resolve::resolve(&request, universe, &environment, &rules)
         .unwrap_or_else(|error| panic!("{error}"));
     lock.packages
         .iter()
@@ -118,4 +123,28 @@ fn a_prerelease_is_chosen_when_no_stable_release_is_left_in_the_range() {
         ("kernels", "4.0.0b40", &[]),
     ];
     assert_eq!(lock(rows, &["app"]), ["app==2.0", "kernels==4.0.0b40"]);
+}
+
+/// A file's `Requires-Python` upper bound is not applied, as uv does not apply it:
+/// `scipy 1.10.1` (`>=3.8,<3.12`) is chosen on 3.12 over `1.9.3` (`>=3.8`), and a lower
+/// bound still rules a release out.
+#[test]
+fn a_requires_python_upper_bound_does_not_rule_a_release_out() {
+    let rows: &[(&str, &str, &[&str])] = &[
+        ("app", "1.0", &["lib"]),
+        ("lib", "1.0", &[]),
+        ("lib", "2.0", &[]),
+        ("lib", "3.0", &[]),
+    ];
+    let mut universe = universe(rows);
+    let lib = PackageName::from_str("lib").unwrap();
+    for release in universe.indexes[0].packages.get_mut(&lib).unwrap() {
+        let requires = match release.version.to_string().as_str() {
+            "2.0" => ">=3.8,<3.12",
+            "3.0" => ">=3.13",
+            _ => ">=3.8",
+        };
+        release.files[0].requires_python = Some(VersionSpecifiers::from_str(requires).unwrap());
+    }
+    assert_eq!(lock_in(&universe, &["app"]), ["app==1.0", "lib==2.0"]);
 }

@@ -620,3 +620,74 @@ fn an_sdist_with_static_pyproject_dependencies_is_read_without_a_build() {
     let output = lock_live(dir.path(), &server);
     assert_eq!(pins(&output), ["app==1.0", "dep==1.0", "scikit==3.0"]);
 }
+
+/// `stack 3.0[complete]` needs `stack[dist]` (itself), whose `dist==3.0` does not exist;
+/// `stack 1.0` offers only an sdist whose build fails. A release's requirement on its own
+/// project means that release, as uv and pip read it: `stack 2.0` is chosen, and no
+/// older `stack` is tried for the extra (which would stop on the build of `stack 1.0`).
+#[test]
+fn a_release_requiring_its_own_extras_means_itself() {
+    let server = Server::start();
+    let stack = |version: &str| {
+        wheel(
+            "stack",
+            version,
+            &[
+                "stack[dist]; extra == \"complete\"",
+                &format!("dist=={version}; extra == \"dist\""),
+            ],
+            None,
+            &["complete", "dist"],
+            64,
+        )
+    };
+    let (two, three) = (stack("2.0"), stack("3.0"));
+    serve_wheel(&server, &two, true);
+    serve_wheel(&server, &three, true);
+    server.route(
+        "/files/stack-1.0.tar.gz",
+        Route::file(sdist(&[
+            (
+                "stack-1.0/PKG-INFO",
+                "Metadata-Version: 2.1\nName: stack\nVersion: 1.0\n",
+            ),
+            (
+                "stack-1.0/pyproject.toml",
+                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n",
+            ),
+            ("stack-1.0/backend.py", FAILING_BACKEND),
+        ])),
+    );
+    server.route(
+        "/simple/stack/",
+        Route::ok(
+            "text/html",
+            format!(
+                "<a href=\"/files/stack-1.0.tar.gz\">stack-1.0.tar.gz</a>\n<a href=\"/files/{0}\" data-core-metadata=\"true\">{0}</a>\n<a href=\"/files/{1}\" data-core-metadata=\"true\">{1}</a>\n",
+                two.filename, three.filename
+            ),
+        ),
+    );
+    serve_project(&server, "dist", &[wheel("dist", "2.0", &[], None, &[], 64)]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stack.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "schema: 1\nname: self-extras\ntarget:\n  python: /opt/env/bin/python3\n  python_version: \"3.12\"\n  glibc: \"2.35\"\nindexes:\n  - {{ name: default, url: \"{}\" }}\npackages:\n  stack: {{ extras: [complete] }}\n",
+            server.url("/simple/")
+        ),
+    )
+    .unwrap();
+    let cache = dir.path().join("cache").display().to_string();
+    let output = upgrade_ok(&[
+        "lock",
+        path.to_str().unwrap(),
+        "--live",
+        "--cache-dir",
+        &cache,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(pins(&output), ["dist==2.0", "stack==2.0"]);
+}

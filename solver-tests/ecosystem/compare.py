@@ -22,6 +22,7 @@ with pip. uv talks to the index pip is configured with (`PIP_INDEX_URL` / `pip c
 read at run time by bench/resolve.py's helpers). Usage:
 
     solver-tests/ecosystem/compare.py [--record] [--results bench/RESULTS.md] [STACK...]
+    solver-tests/ecosystem/compare.py --stacks-dir target/my-stacks      # stacks of your own
 """
 
 import argparse
@@ -272,6 +273,9 @@ def main():
     parser.add_argument("--ours-only", action="store_true",
                         help="reuse uv's recorded answers and seconds (uv.json) instead of running uv again")
     parser.add_argument("--binary", type=Path, help="our binary (default: cargo build --release)")
+    parser.add_argument("--stacks-dir", type=Path, default=HERE,
+                        help="where the stack directories are (default: beside this script); one inside the "
+                             "repository, e.g. under target/, to try stacks without adding them")
     options = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     uv, python = venv_tools()
@@ -281,12 +285,13 @@ def main():
     ours = options.binary.resolve() if options.binary else ours_binary()
     options.uv_version = subprocess.run([str(uv), "--version"], capture_output=True, text=True).stdout.strip()
     environment = bench.uv_environment()
-    stacks = sorted(path for path in HERE.iterdir() if (path / "plain.yaml").exists())
+    stacks_dir = options.stacks_dir.resolve()
+    stacks = sorted(path for path in stacks_dir.iterdir() if (path / "plain.yaml").exists())
     if options.stacks:
         stacks = [path for path in stacks if path.name in options.stacks]
     stacks = [path for path in stacks if path.name not in options.skip]
     # Results are kept per stack across runs: a run of some stacks updates theirs.
-    results_file = WORK / "results.json"
+    results_file = WORK / ("results.json" if stacks_dir == HERE else f"results-{stacks_dir.name}.json")
     kept = {result["stack"]: result for result in json.loads(results_file.read_text())} \
         if results_file.exists() else {}
     scratch = Path(tempfile.mkdtemp(prefix="ecosystem-", dir=WORK))
@@ -304,7 +309,7 @@ def main():
                   f" | toolkit {toolkit['seconds']:5.1f} s {cell(toolkit, result['uv']['top_level'])}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    present = {path.name for path in HERE.iterdir() if (path / "plain.yaml").exists()}
+    present = {path.name for path in stacks_dir.iterdir() if (path / "plain.yaml").exists()}
     text = table([kept[name] for name in sorted(kept) if name in present], options.uv_version)
     print(text)
     if options.results:

@@ -47,6 +47,7 @@ pub(super) fn examine(
     let mut findings = missing_extras(provider, chosen, request)?;
     findings.extend(cuda_findings(provider, chosen, request, environment));
     findings.extend(sdist_builds(provider, chosen));
+    findings.extend(python_caps(provider, chosen, environment));
     findings.extend(below_newest(provider, chosen, request, environment));
     findings.sort_by_key(|finding| finding.kind);
     Ok(findings)
@@ -379,6 +380,46 @@ fn sdist_builds(provider: &Provider<'_>, chosen: &Chosen<'_>) -> Vec<LockFinding
                 format!(
                     "`{name} {version}` has no wheel for this node: pip builds `{}` on the node (its build requirements and, for native code, a compiler and the CUDA toolkit)",
                     file.file.filename
+                ),
+            ));
+        }
+    }
+    findings
+}
+
+/// Chosen files whose `Requires-Python` leaves the node's Python out by an upper bound
+/// alone, e.g. `scipy 1.10.1`'s `<3.12,>=3.8` on 3.12: chosen as uv chooses them (upper
+/// bounds are not applied), which pip does only with `--ignore-requires-python`.
+fn python_caps(
+    provider: &Provider<'_>,
+    chosen: &Chosen<'_>,
+    environment: &TargetEnvironment,
+) -> Vec<LockFinding> {
+    let mut findings = Vec::new();
+    for (key, (name, version)) in chosen.versions {
+        let Some(release) = provider.release(name, version) else {
+            continue;
+        };
+        let Ok(file) = provider.choose_file(name, release) else {
+            continue;
+        };
+        let declared = file
+            .file
+            .requires_python
+            .as_ref()
+            .or(release.requires_python.as_ref());
+        if let Some(declared) = declared
+            && crate::index::requires_python::only_upper_bound_excludes(
+                declared,
+                &environment.python,
+            )
+        {
+            findings.push(finding(
+                FindingKind::Note,
+                Some(key),
+                format!(
+                    "`{name} {version}` declares Requires-Python `{declared}`, whose upper bound leaves Python {} out: as uv does, only its lower bound is applied, and the node's pip installs it with `--ignore-requires-python`",
+                    environment.python
                 ),
             ));
         }

@@ -22,7 +22,7 @@ use pubgrub::{
 use super::environment::TargetEnvironment;
 use super::live::{Miss, Pending};
 use super::package::{ResolverPackage, VirtualPackage};
-use super::ranges::{python_ranges, specifiers_name_prerelease, specifiers_to_ranges};
+use super::ranges::{specifiers_name_prerelease, specifiers_to_ranges};
 use super::relax::Relaxation;
 use super::request::{ManifestPin, PrereleaseMode, Request};
 use crate::cuda::CudaWheelPolicy;
@@ -495,7 +495,7 @@ impl<'a> Provider<'a> {
                 continue;
             };
             if let Some(requires_python) = &file.requires_python
-                && !python_ranges(requires_python).contains(python)
+                && !crate::index::requires_python::admits(requires_python, python)
             {
                 continue;
             }

@@ -50,32 +50,9 @@ pub fn python_ranges(specifiers: &VersionSpecifiers) -> Ranges<Version> {
     pep440_rs::release_specifiers_to_ranges(specifiers.clone())
 }
 
-/// The lower bounds of a release's `Requires-Python`, e.g. `>=3.10,<3.13` → `>=3.10`.
-///
-/// Upper bounds are ignored, as uv and packse do: `<3.13` is almost always a guess
-/// about the future, not a known incompatibility, and honouring it makes old releases
-/// win over working new ones.
-/// See: https://docs.astral.sh/uv/reference/internals/resolver/#requires-python
-pub fn python_lower_bounds(specifiers: &VersionSpecifiers) -> Ranges<Version> {
-    let mut range = Ranges::full();
-    for specifier in specifiers.iter() {
-        let version = specifier.version().only_release();
-        let lower = match specifier.operator() {
-            Operator::GreaterThanEqual
-            | Operator::TildeEqual
-            | Operator::EqualStar
-            | Operator::Equal
-            | Operator::ExactEqual => Ranges::higher_than(version),
-            Operator::GreaterThan => Ranges::strictly_higher_than(version),
-            Operator::LessThan
-            | Operator::LessThanEqual
-            | Operator::NotEqual
-            | Operator::NotEqualStar => continue,
-        };
-        range = range.intersection(&lower);
-    }
-    range
-}
+/// The lower bounds of a release's `Requires-Python`, e.g. `>=3.10,<3.13` → `>=3.10`
+/// (see [`crate::index::requires_python`]).
+pub use crate::index::requires_python::lower_bounds as python_lower_bounds;
 
 /// The smallest version above every local build of `version`, e.g. `2.9.1` →
 /// `2.9.1.post0.dev0`, `1.0.post1` → `1.0.post2.dev0`, `1.0.dev1` → `1.0.dev2`.

@@ -56,7 +56,7 @@ pub fn explain(
             .extend(files.requires_python.iter().cloned());
         summary.sdists += files.sdists;
     }
-    let why = reason(&summary, &environment.python);
+    let why = reason(&summary, &environment.python, environment.arch.as_str());
     let fact = format!("{subject} on this node ({node}): {why}");
     let newest = usable
         .iter()
@@ -75,12 +75,13 @@ pub fn explain(
 
 /// Why the files cannot install: the Python range they require when it leaves the
 /// node's Python out, else what their wheels are tagged for.
-fn reason(files: &UnusableFiles, python: &Version) -> String {
+fn reason(files: &UnusableFiles, python: &Version, arch: &str) -> String {
     let excluding: Vec<&String> = files
         .requires_python
         .iter()
         .filter(|text| {
-            VersionSpecifiers::from_str(text).is_ok_and(|specifiers| !specifiers.contains(python))
+            VersionSpecifiers::from_str(text)
+                .is_ok_and(|specifiers| !crate::index::requires_python::admits(&specifiers, python))
         })
         .collect();
     if !excluding.is_empty() && files.pythons.is_empty() {
@@ -91,11 +92,21 @@ fn reason(files: &UnusableFiles, python: &Version) -> String {
     if !files.pythons.is_empty() {
         let mut pythons: Vec<&String> = files.pythons.iter().collect();
         pythons.sort_by_key(|tag| python_tag_order(tag));
-        let pythons: Vec<String> = pythons.into_iter().cloned().collect();
-        let platforms: Vec<String> = files.platforms.iter().cloned().collect();
+        let pythons = match (pythons.first(), pythons.last()) {
+            (Some(first), Some(last)) if pythons.len() > LISTED => {
+                format!("{first} to {last} ({} tags)", pythons.len())
+            }
+            _ => pythons
+                .iter()
+                .map(|tag| tag.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        // The node's own architecture first: those are the platforms that matter.
+        let mut platforms: Vec<String> = files.platforms.iter().cloned().collect();
+        platforms.sort_by_key(|platform| !platform.ends_with(arch));
         parts.push(format!(
-            "its wheels are for {} on {}",
-            listed(&pythons, "tags"),
+            "its wheels are for {pythons} on {}",
             listed(&platforms, "platforms")
         ));
     }
@@ -230,6 +241,24 @@ mod tests {
             "{fact}"
         );
         assert!(hint.starts_with("no release of `lib` has a file"), "{hint}");
+    }
+
+    #[test]
+    fn many_tags_are_a_span_and_the_nodes_platforms_come_first() {
+        let release = (
+            Version::from_str("1.13.1").unwrap(),
+            files(
+                &["cp37", "cp38", "cp39", "cp310", "cp311"],
+                &["macosx_11_0_arm64", "manylinux1_x86_64", "win_amd64"],
+                &[],
+                0,
+            ),
+        );
+        let (fact, _) = explain("torch", "default", &[&release], &[], &environment()).unwrap();
+        assert!(
+            fact.ends_with("its wheels are for cp37 to cp311 (5 tags) on manylinux1_x86_64, macosx_11_0_arm64, win_amd64"),
+            "{fact}"
+        );
     }
 
     #[test]

@@ -152,7 +152,8 @@ impl Installer {
     }
 
     /// An install of exact pins, no dependencies, every file's hash checked and bytecode
-    /// compiled as pip does, e.g. `PYTHON -m pip install --no-deps --require-hashes …` or
+    /// compiled as pip does, `Requires-Python` left to the lock, e.g. `PYTHON -m pip
+    /// install --no-deps --ignore-requires-python --require-hashes …` or
     /// `uv pip install --python PYTHON --no-deps … --require-hashes`; run by `wrapper`
     /// (a command that runs the rest of its arguments) when there is one.
     pub fn install(&self, wrapper: Option<NodeCommand>, python: &str) -> NodeCommand {
@@ -165,6 +166,8 @@ impl Installer {
             None => NodeCommand::new(program),
         };
         match self {
+            // The lock applies `Requires-Python` as uv does (lower bounds only); pip
+            // would refuse a locked file for an upper bound alone.
             Self::Pip => command.args([
                 "-m",
                 "pip",
@@ -173,6 +176,7 @@ impl Installer {
                 "--no-input",
                 "--disable-pip-version-check",
                 "--no-cache-dir",
+                "--ignore-requires-python",
             ]),
             Self::Uv(_) => command
                 .args(["pip", "install", "--python"])
@@ -271,6 +275,12 @@ mod tests {
                 "env {UV_PATH} pip install --python {python} --no-deps"
             )) && install.ends_with("--compile-bytecode --require-hashes"),
             "{install}"
+        );
+        // The lock applies `Requires-Python` as uv does; pip is told not to re-apply it.
+        let pip = Installer::Pip.install(None, python).render();
+        assert!(
+            pip.contains(" --ignore-requires-python ") && pip.ends_with("--require-hashes"),
+            "{pip}"
         );
     }
 

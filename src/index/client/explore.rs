@@ -686,15 +686,15 @@ pub(crate) async fn look_up_project(
     Ok(None)
 }
 
-/// The coarse file filter: whether a file named `dist` with `requires_python` can
-/// install on the target at all.
+/// The coarse file filter: whether a file named `dist` with `requires_python` (its
+/// lower bounds, as uv reads it) can install on the target at all.
 fn file_usable(
     settings: &ExploreSettings,
     dist: &DistFilename,
     requires_python: Option<&VersionSpecifiers>,
 ) -> bool {
     if let Some(requires_python) = requires_python
-        && !requires_python.contains(&settings.python_version)
+        && !crate::index::requires_python::admits(requires_python, &settings.python_version)
     {
         return false;
     }

@@ -216,6 +216,7 @@ impl Provider<'_> {
                     );
                 }
             }
+            pin_self_references(name, version, &mut edges);
             return Ok(edges);
         }
         match self.best_file(name, release) {
@@ -298,7 +299,27 @@ impl Provider<'_> {
                 cause: Cause::Rule(RuleCause::VersionLock(lock.clone())),
             });
         }
+        pin_self_references(name, version, &mut edges);
         Ok(edges)
+    }
+}
+
+/// A release that requires its own project with extras, e.g. `dask 2026.8.0`'s
+/// `dask[array,distributed]; extra == "complete"`, means itself: the edge holds only
+/// `version`, as uv and pip read it (uv flattens such extras into the release's own
+/// requirements). Left open, each of the project's older releases would be tried for
+/// the extra, one conflict at a time, down to releases whose metadata needs a build.
+fn pin_self_references(name: &PackageName, version: &Version, edges: &mut [Edge]) {
+    for edge in edges {
+        let same = match &edge.dependency {
+            ResolverPackage::Package(dependency) | ResolverPackage::Extra(dependency, _) => {
+                dependency == name
+            }
+            ResolverPackage::Root(_) | ResolverPackage::Virtual(_) => false,
+        };
+        if same {
+            edge.range = edge.range.intersection(&Ranges::singleton(version.clone()));
+        }
     }
 }
 
