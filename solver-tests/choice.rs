@@ -148,3 +148,24 @@ fn a_requires_python_upper_bound_does_not_rule_a_release_out() {
     }
     assert_eq!(lock_in(&universe, &["app"]), ["app==1.0", "lib==2.0"]);
 }
+
+/// Among packages with several candidates, the one met first is decided first, as uv
+/// decides: `plot<3.8` (the manifest's first requirement) takes 3.7.5 and its `num<2`,
+/// rather than `num` (fewer candidates) taking 2.5 and `plot` walking down to a release
+/// without the cap (`matplotlib<3.8` with `h5py<3.10`: uv's 3.7.5, not 3.7.2).
+#[test]
+fn the_package_met_first_is_decided_first() {
+    let rows: &[(&str, &str, &[&str])] = &[
+        ("plot", "3.7.2", &["num"]),
+        ("plot", "3.7.3", &["num"]),
+        ("plot", "3.7.4", &["num"]),
+        ("plot", "3.7.5", &["num<2"]),
+        ("h5", "3.9", &["num>=1.17"]),
+        ("num", "1.26", &[]),
+        ("num", "2.5", &[]),
+    ];
+    assert_eq!(
+        lock(rows, &["plot<3.8", "h5<3.10"]),
+        ["h5==3.9", "num==1.26", "plot==3.7.5"]
+    );
+}

@@ -26,13 +26,14 @@ use support::{Route, Server, Wheel, json_page, sdist, serve_wheel, wheel};
 
 /// The fixture index at `/simple/`, every project a PEP 691 page with an `ETag` and
 /// every wheel with a PEP 658 file:
-/// - `app 1.0` needs `many>=1` and `lib`;
+/// - `app 1.0` needs `lib` and `many>=1` (in that order: `lib` is met first, so decided
+///   first, as uv decides);
 /// - `many` has 20 releases, `1.0` … `20.0`, the newest is what the resolver tries;
 /// - `lib` has `1.0` and `2.0`;
 /// - `unused` is never asked for.
 ///
 /// With `capped`, `lib 2.0` needs `many<20`: `many 20.0` is read ahead (the newest that
-/// `app` allows) but the resolver, deciding `lib` first, never tries it.
+/// `app` allows) but the resolver, deciding `lib` first (met first), never tries it.
 fn fixture_with(capped: bool) -> Server {
     let server = Server::start();
     let project = |name: &str, wheels: &[Wheel]| serve_project(&server, name, wheels);
@@ -41,7 +42,7 @@ fn fixture_with(capped: bool) -> Server {
         &[wheel(
             "app",
             "1.0",
-            &["many>=1", "lib"],
+            &["lib", "many>=1"],
             Some(">=3.9"),
             &[],
             64,

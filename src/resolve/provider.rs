@@ -149,6 +149,10 @@ pub struct Provider<'a> {
     pending: Option<&'a Pending>,
     /// The versions tried per package, and the packages decided early ([`walk`]).
     walks: Walks,
+    /// The order in which packages were first met as dependencies (the manifest's
+    /// requirements first, in its order): among packages of one class, the first met is
+    /// decided first, as uv decides them.
+    discovered: RefCell<HashMap<ResolverPackage, usize>>,
 }
 
 impl<'a> Provider<'a> {
@@ -235,6 +239,7 @@ impl<'a> Provider<'a> {
             narrow: false,
             pending: None,
             walks: Walks::default(),
+            discovered: RefCell::new(HashMap::new()),
         }
     }
 
@@ -750,7 +755,10 @@ impl DependencyProvider for Provider<'_> {
                 let candidates = self.candidates(name);
                 let count = candidates.within(range).count();
                 // One candidate, then the packages walked down before (uv's order:
-                // singletons, then "conflict early"), then the others.
+                // singletons, then "conflict early"), then the others; within a class,
+                // the one with more conflicts, then the one met first (uv decides in
+                // discovery order: `matplotlib<3.8` before the `numpy` it brings, so
+                // 3.7.5 with `numpy<2`, not `numpy` 2 first and matplotlib walked down).
                 let class = if count <= 1 {
                     3
                 } else if self.walks.is_early(package) {
@@ -758,7 +766,13 @@ impl DependencyProvider for Provider<'_> {
                 } else {
                     1
                 };
-                (class, statistics.conflict_count(), Reverse(count))
+                let order = self
+                    .discovered
+                    .borrow()
+                    .get(package)
+                    .copied()
+                    .unwrap_or(usize::MAX);
+                (class, statistics.conflict_count(), Reverse(order))
             }
         }
     }
@@ -890,6 +904,13 @@ impl DependencyProvider for Provider<'_> {
             {
                 Some((_, range)) => *range = range.intersection(&edge.range),
                 None => merged.push((edge.dependency.clone(), edge.range.clone())),
+            }
+        }
+        {
+            let mut discovered = self.discovered.borrow_mut();
+            for (dependency, _) in &merged {
+                let next = discovered.len();
+                discovered.entry(dependency.clone()).or_insert(next);
             }
         }
         let constraints: DependencyConstraints<ResolverPackage, VersionRange> = merged

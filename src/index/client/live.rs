@@ -466,18 +466,16 @@ impl Shared {
     ) {
         let specifiers = self.overrides.get(&name).cloned().unwrap_or(specifiers);
         let newest: Vec<Version> = match state.projects.get(&name) {
-            // An sdist-only release without a stand-in wheel is left to the resolver: its
-            // metadata may need a build of minutes, worth it only when the resolution
-            // asks for it.
+            // The newest match is what the resolver tries first, so it is read even when
+            // only its sdist can give its metadata (a build, bounded in number at once):
+            // the build then runs beside the other fetches, not after them. Walking down
+            // (`want_releases_from`) reads ahead only what needs no build.
             Some(Some(Some(listing))) => select_versions(
                 &listing.versions,
                 &[&specifiers],
                 self.constraints.get(&name).map(Vec::as_slice),
                 1,
-            )
-            .into_iter()
-            .filter(|version| listing.has_wheel_metadata(version))
-            .collect(),
+            ),
             Some(Some(None)) => return,
             Some(None) | None => {
                 state

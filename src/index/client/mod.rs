@@ -59,6 +59,9 @@ pub struct IndexClient {
     http: Arc<Http>,
     /// See [`ClientSettings::build_python`].
     build_python: PathBuf,
+    /// Sdist metadata builds at once: one per CPU (at most four), each an interpreter
+    /// installing a build environment.
+    builds: Arc<tokio::sync::Semaphore>,
 }
 
 impl IndexClient {
@@ -66,6 +69,9 @@ impl IndexClient {
     pub fn new(settings: ClientSettings) -> Result<Self, ClientError> {
         Ok(Self {
             build_python: settings.build_python.clone(),
+            builds: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(1, |cpus| cpus.get().min(4)),
+            )),
             http: Arc::new(Http::new(settings)?),
         })
     }
@@ -158,7 +164,8 @@ impl IndexClient {
                 self.wheel_metadata(index, file).await?
             }
             (MetadataOffer::Absent, DistFilename::Sdist(_)) => {
-                sdist::sdist_metadata(&self.http, index, file, &self.build_python).await?
+                sdist::sdist_metadata(&self.http, index, file, &self.build_python, &self.builds)
+                    .await?
             }
         };
         let metadata = CoreMetadata::parse(&bytes, &file.filename).map_err(metadata_error)?;

@@ -42,6 +42,7 @@ pub(super) async fn sdist_metadata(
     index: &IndexLocation,
     file: &ProjectFile,
     build_python: &Path,
+    builds: &tokio::sync::Semaphore,
 ) -> Result<Vec<u8>, ClientError> {
     let failed = |reason: String| ClientError::SdistBuild {
         filename: file.filename.clone(),
@@ -72,6 +73,8 @@ pub(super) async fn sdist_metadata(
     {
         return Ok(metadata);
     }
+    // The semaphore is never closed, so acquiring fails only if it were.
+    let _permit = builds.acquire().await;
     build_metadata(&bytes, &file.filename, build_python)
         .await
         .map_err(failed)
