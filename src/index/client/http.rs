@@ -96,6 +96,7 @@ impl Http {
             .connect_timeout(settings.connect_timeout)
             .timeout(settings.timeout)
             .user_agent(concat!("cuda-upgrade/", env!("CARGO_PKG_VERSION")))
+            .dns_resolver(super::dns::SharedResolver::default())
             .build()
             .map_err(ClientError::Build)?;
         Ok(Self {

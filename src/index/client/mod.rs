@@ -10,6 +10,7 @@
 //! are rendered only through [`redact`], so credentials never reach a message.
 
 mod cache;
+mod dns;
 mod error;
 pub mod explore;
 mod http;
