@@ -418,6 +418,26 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     raise ModuleNotFoundError("No module named 'pkg_resources'")
 "#;
 
+/// The `.tar.gz` sdist of `name version` (`Metadata-Version` 2.1, so not static) whose
+/// metadata build fails through [`FAILING_BACKEND`]; `project` is appended to its
+/// `pyproject.toml`, e.g. a static `[project]` table.
+fn unbuildable_sdist(name: &str, version: &str, project: &str) -> Vec<u8> {
+    let top = format!("{name}-{version}");
+    sdist(&[
+        (
+            &format!("{top}/PKG-INFO"),
+            &format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+        ),
+        (
+            &format!("{top}/pyproject.toml"),
+            &format!(
+                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n{project}"
+            ),
+        ),
+        (&format!("{top}/backend.py"), FAILING_BACKEND),
+    ])
+}
+
 /// A release the resolution needs whose sdist's metadata build fails stops the
 /// resolution, naming the build's error, as uv and pip stop: it is not walked past to
 /// an older release (`mmcv` 2.2.0 failed so, and the walk took 260 s down to `mmcv`
@@ -434,17 +454,7 @@ fn a_needed_release_whose_metadata_build_fails_stops_the_resolution() {
     serve_wheel(&server, &old, true);
     server.route(
         "/files/broken-2.0.tar.gz",
-        Route::file(sdist(&[
-            (
-                "broken-2.0/PKG-INFO",
-                "Metadata-Version: 2.1\nName: broken\nVersion: 2.0\n",
-            ),
-            (
-                "broken-2.0/pyproject.toml",
-                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n",
-            ),
-            ("broken-2.0/backend.py", FAILING_BACKEND),
-        ])),
+        Route::file(unbuildable_sdist("broken", "2.0", "")),
     );
     server.route(
         "/simple/broken/",
@@ -493,17 +503,7 @@ fn a_release_installed_from_its_sdist_is_read_from_a_wheel_for_another_python() 
     serve_wheel(&server, &other, true);
     server.route(
         "/files/native-2.0.tar.gz",
-        Route::file(sdist(&[
-            (
-                "native-2.0/PKG-INFO",
-                "Metadata-Version: 2.1\nName: native\nVersion: 2.0\n",
-            ),
-            (
-                "native-2.0/pyproject.toml",
-                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n",
-            ),
-            ("native-2.0/backend.py", FAILING_BACKEND),
-        ])),
+        Route::file(unbuildable_sdist("native", "2.0", "")),
     );
     server.route(
         "/simple/native/",
@@ -598,17 +598,7 @@ fn an_sdist_with_static_pyproject_dependencies_is_read_without_a_build() {
     serve_project(&server, "dep", &[wheel("dep", "1.0", &[], None, &[], 64)]);
     server.route(
         "/files/scikit-3.0.tar.gz",
-        Route::file(sdist(&[
-            (
-                "scikit-3.0/PKG-INFO",
-                "Metadata-Version: 2.1\nName: scikit\nVersion: 3.0\n",
-            ),
-            (
-                "scikit-3.0/pyproject.toml",
-                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n\n[project]\nname = \"scikit\"\ndynamic = [\"version\"]\nrequires-python = \">=3.9\"\ndependencies = [\"dep>=1\"]\n",
-            ),
-            ("scikit-3.0/backend.py", FAILING_BACKEND),
-        ])),
+        Route::file(unbuildable_sdist("scikit", "3.0", "\n[project]\nname = \"scikit\"\ndynamic = [\"version\"]\nrequires-python = \">=3.9\"\ndependencies = [\"dep>=1\"]\n")),
     );
     server.route(
         "/simple/scikit/",
@@ -647,17 +637,7 @@ fn a_release_requiring_its_own_extras_means_itself() {
     serve_wheel(&server, &three, true);
     server.route(
         "/files/stack-1.0.tar.gz",
-        Route::file(sdist(&[
-            (
-                "stack-1.0/PKG-INFO",
-                "Metadata-Version: 2.1\nName: stack\nVersion: 1.0\n",
-            ),
-            (
-                "stack-1.0/pyproject.toml",
-                "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\".\"]\n",
-            ),
-            ("stack-1.0/backend.py", FAILING_BACKEND),
-        ])),
+        Route::file(unbuildable_sdist("stack", "1.0", "")),
     );
     server.route(
         "/simple/stack/",
