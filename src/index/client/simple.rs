@@ -226,20 +226,34 @@ impl<'page> Reader<'page, '_> {
     }
 
     /// Whether `file` (left out) stands for its release better than `chosen`: a wheel
-    /// does, and one with a PEP 658 file better than one without.
+    /// does; then one with a PEP 658 file, then one for Linux (the nodes' system: a
+    /// wheel for another Python on Linux is likelier to carry the same requirements as
+    /// the sdist builds there than one for Windows or macOS).
     fn better_stand_in(
         chosen: Option<&ProjectFile>,
         file: &RawFile<'_>,
         dist: &DistFilename,
     ) -> bool {
-        if !matches!(dist, DistFilename::Wheel(_)) {
+        let DistFilename::Wheel(wheel) = dist else {
             return false;
-        }
+        };
+        let rank = |offered: bool, linux: bool| (offered, linux);
+        let linux = |tags: &[crate::index::filename::WheelTag]| {
+            tags.iter()
+                .any(|tag| tag.platform.contains("linux") || tag.platform == "any")
+        };
+        let candidate = rank(
+            matches!(file.metadata, RawMetadata::Offered(_)),
+            linux(&wheel.tags),
+        );
         match chosen {
             None => true,
             Some(chosen) => {
-                chosen.metadata == MetadataOffer::Absent
-                    && matches!(file.metadata, RawMetadata::Offered(_))
+                let current = rank(
+                    matches!(chosen.metadata, MetadataOffer::Offered(_)),
+                    matches!(&chosen.dist, DistFilename::Wheel(wheel) if linux(&wheel.tags)),
+                );
+                candidate > current
             }
         }
     }
@@ -552,6 +566,42 @@ mod tests {
         assert!(matches!(files[0].metadata, MetadataOffer::Offered(Some(_))));
         assert_eq!(files[1].yanked.as_deref(), Some(""));
         assert_eq!(files[1].metadata, MetadataOffer::Absent);
+    }
+
+    /// The files a filter leaves out are summed up per version, and one Linux wheel
+    /// with a PEP 658 file stands for a release whose only file kept is its sdist.
+    #[test]
+    fn files_left_out_and_a_stand_in() {
+        let html = r#"<a href="/f/n-1.0-cp311-cp311-win_amd64.whl" data-core-metadata="true">n-1.0-cp311-cp311-win_amd64.whl</a>
+<a href="/f/n-1.0-cp311-cp311-manylinux_2_17_x86_64.whl">n-1.0-cp311-cp311-manylinux_2_17_x86_64.whl</a>
+<a href="/f/n-1.0-cp310-cp310-manylinux_2_17_x86_64.whl" data-core-metadata="true">n-1.0-cp310-cp310-manylinux_2_17_x86_64.whl</a>
+<a href="/f/n-1.0.tar.gz">n-1.0.tar.gz</a>
+<a href="/f/n-0.9-cp39-cp39-macosx_11_0_arm64.whl" data-requires-python="&gt;=3.9">n-0.9-cp39-cp39-macosx_11_0_arm64.whl</a>"#;
+        let page = url("http://127.0.0.1:1/simple/n/");
+        let sdists_only = |dist: &DistFilename, _: Option<&VersionSpecifiers>| {
+            matches!(dist, DistFilename::Sdist(_))
+        };
+        let listed = parse_page_where(
+            html.as_bytes(),
+            Some("text/html"),
+            &page,
+            &page,
+            &sdists_only,
+        )
+        .unwrap();
+        assert_eq!(listed.files.len(), 1);
+        let one = &listed.left_out[&Version::from_str("1.0").unwrap()];
+        assert_eq!(
+            one.stand_in.as_ref().unwrap().filename,
+            "n-1.0-cp310-cp310-manylinux_2_17_x86_64.whl"
+        );
+        assert_eq!(one.files.pythons.len(), 2);
+        let old = &listed.left_out[&Version::from_str("0.9").unwrap()];
+        assert_eq!(
+            old.files.requires_python.iter().collect::<Vec<_>>(),
+            [">=3.9"]
+        );
+        assert!(old.files.platforms.contains("macosx_11_0_arm64"));
     }
 
     #[test]
