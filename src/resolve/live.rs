@@ -373,15 +373,15 @@ fn build_failed(
     }
 }
 
-/// The releases of `universe` whose dependencies the resolution read.
+/// The releases of `universe` whose dependencies the resolution read, and of the
+/// projects kept, the releases listed without a file for the node (for reports).
 fn visited(universe: &Universe, pending: &Pending) -> Universe {
     let visited = pending.visited.borrow();
     let indexes = universe
         .indexes
         .iter()
-        .map(|contents| IndexContents {
-            name: contents.name.clone(),
-            packages: contents
+        .map(|contents| {
+            let packages: BTreeMap<PackageName, Vec<Release>> = contents
                 .packages
                 .iter()
                 .filter_map(|(name, releases)| {
@@ -395,8 +395,18 @@ fn visited(universe: &Universe, pending: &Pending) -> Universe {
                         .collect();
                     (!kept.is_empty()).then(|| (name.clone(), kept))
                 })
-                .collect(),
-            unusable: contents.unusable.clone(),
+                .collect();
+            let unusable = contents
+                .unusable
+                .iter()
+                .filter(|(name, _)| packages.contains_key(*name))
+                .map(|(name, releases)| (name.clone(), releases.clone()))
+                .collect();
+            IndexContents {
+                name: contents.name.clone(),
+                packages,
+                unusable,
+            }
         })
         .collect();
     Universe {
