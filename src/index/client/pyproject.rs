@@ -62,8 +62,8 @@ pub(super) fn static_metadata(
     }
     let mut metadata = format!("Metadata-Version: 2.2\nName: {declared}\nVersion: {version}\n");
     if let Some(item) = project.get("requires-python") {
-        let specifiers = item.as_str()?;
-        VersionSpecifiers::from_str(specifiers).ok()?;
+        // Written as parsed, never as given: nothing of the file reaches the text raw.
+        let specifiers = VersionSpecifiers::from_str(item.as_str()?).ok()?;
         let _ = writeln!(metadata, "Requires-Python: {specifiers}");
     }
     if let Some(item) = project.get("dependencies") {
@@ -147,6 +147,12 @@ server = ["uvicorn>=0.11", "fastapi; sys_platform == 'linux'"]
             "{requires:?}"
         );
         assert_eq!(metadata.provides_extra.len(), 1);
+    }
+
+    #[test]
+    fn nothing_raw_reaches_the_metadata_text() {
+        let injected = "[project]\nname = \"demo-pkg\"\nversion = \"1.0\"\nrequires-python = \">=3.9\\nRequires-Dist: evil\"\n";
+        assert!(read(injected, "1.0").is_none_or(|metadata| metadata.requires_dist.is_empty()));
     }
 
     #[test]
