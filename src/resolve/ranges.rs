@@ -50,10 +50,6 @@ pub fn python_ranges(specifiers: &VersionSpecifiers) -> Ranges<Version> {
     pep440_rs::release_specifiers_to_ranges(specifiers.clone())
 }
 
-/// The lower bounds of a release's `Requires-Python`, e.g. `>=3.10,<3.13` → `>=3.10`
-/// (see [`crate::index::requires_python`]).
-pub use crate::index::requires_python::lower_bounds as python_lower_bounds;
-
 /// The smallest version above every local build of `version`, e.g. `2.9.1` →
 /// `2.9.1.post0.dev0`, `1.0.post1` → `1.0.post2.dev0`, `1.0.dev1` → `1.0.dev2`.
 fn after_local_builds(version: &Version) -> Version {

@@ -6,7 +6,6 @@
 //! release did not exist; uv says the same as here ("no wheels with a matching Python
 //! ABI tag").
 
-use std::collections::BTreeSet;
 use std::str::FromStr;
 
 use pep440_rs::{Version, VersionSpecifiers};
@@ -146,17 +145,10 @@ fn python_line(python: &Version) -> String {
 }
 
 /// The first few items, then how many more, e.g. `cp37, cp38, cp39, cp310 and 2 more tags`.
+/// `items` are distinct: versions of one project, or the members of a set.
 fn listed(items: &[String], what: &str) -> String {
-    let unique: Vec<&String> = {
-        let mut seen = BTreeSet::new();
-        items.iter().filter(|item| seen.insert(*item)).collect()
-    };
-    let shown: Vec<&str> = unique
-        .iter()
-        .take(LISTED)
-        .map(|item| item.as_str())
-        .collect();
-    let rest = unique.len().saturating_sub(LISTED);
+    let shown: Vec<&str> = items.iter().take(LISTED).map(String::as_str).collect();
+    let rest = items.len().saturating_sub(LISTED);
     if rest == 0 {
         shown.join(", ")
     } else {

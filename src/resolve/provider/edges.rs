@@ -11,10 +11,11 @@ use pubgrub::Ranges;
 
 use super::super::cause::{Cause, Edge, RuleCause, Unavailable};
 use super::super::package::{ResolverPackage, VirtualPackage};
-use super::super::ranges::{python_lower_bounds, python_ranges, specifiers_to_ranges};
+use super::super::ranges::{python_ranges, specifiers_to_ranges};
 use super::Provider;
 use crate::cuda::{CudaVersion, CudaWheelPolicy};
 use crate::index::Release;
+use crate::index::requires_python::lower_bounds as python_lower_bounds;
 use crate::rules::{DriverMinimum, RuntimeKind};
 
 impl Provider<'_> {
