@@ -516,8 +516,12 @@ impl Run<'_> {
             .map(|url| crate::manifest::redact_url(url))
             .collect();
         let python = &self.prepared.manifest.target.python;
-        let Ok((mut image, before)) =
-            environment::capture(self.transport, python, images, urls).await
+        // `facts` are this step's re-check, just taken: the packages as they are now.
+        let Some(before) = environment::freeze_lines(facts) else {
+            return Ok(());
+        };
+        let Ok(mut image) =
+            environment::capture(self.transport, python, &before, images, urls).await
         else {
             return Ok(());
         };

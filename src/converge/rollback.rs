@@ -273,7 +273,7 @@ async fn restore_environment(
         ));
         return Ok(());
     };
-    let current = environment::freeze(transport, &image.python).await?;
+    let current = environment::installed(transport, &image.python).await?;
     let (install, remove) = environment::difference(
         &environment::parse_freeze(&String::from_utf8_lossy(&before)),
         &environment::parse_freeze(&String::from_utf8_lossy(&current)),

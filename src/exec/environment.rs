@@ -1,45 +1,69 @@
-//! A Python environment's packages as `pip freeze --all` prints them: captured before a
-//! run changes them (kept as a before-image, named in the journal) and compared when a
-//! rollback returns the environment to them.
+//! A Python environment's packages as `pip freeze --all` lines: captured before a run
+//! changes them (kept as a before-image, named in the journal) and compared when a
+//! rollback returns the environment to them. The lines come from the probe's report of
+//! the interpreter (each distribution's metadata and `direct_url.json`, what `pip
+//! freeze` reads), not from pip itself, whose start alone costs a node a third of a second.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::transport::{Expected, NodeCommand, Transport, TransportError, WriteSpec};
+use crate::facts::{InstalledPackage, NodeFacts, PackageOrigin, ProbeRequest, ProbeScope};
+use crate::transport::{Expected, Transport, TransportError, WriteSpec};
 
+use super::ExecError;
 use super::journal::EnvironmentImage;
 
-/// `python -m pip freeze --all`, as exact bytes.
-pub async fn freeze(transport: &Transport, python: &Path) -> Result<Vec<u8>, TransportError> {
-    let command = NodeCommand::new(python.display().to_string()).args([
-        "-m",
-        "pip",
-        "freeze",
-        "--all",
-        "--disable-pip-version-check",
-    ]);
-    let output = transport.run(&command, None).await?;
-    if output.success() {
-        Ok(output.stdout)
-    } else {
-        Err(TransportError::ReadFile {
-            host: transport.name().to_string(),
-            path: format!("{} (pip freeze)", python.display()),
-            message: output.tail(5),
-        })
-    }
+/// The packages of `facts`' interpreter as `pip freeze --all` lines (`torch==2.9.1+cu130`,
+/// `sglang @ file:///…`, `-e /src/x`), sorted by name; `None` when the probe found no
+/// interpreter that answered. A version that is not PEP 440 has no line: pip can
+/// reinstall no such release, and the line is left out on both sides of a comparison.
+pub fn freeze_lines(facts: &NodeFacts) -> Option<Vec<u8>> {
+    facts.python.as_ref()?;
+    Some(lines_of(&facts.packages))
 }
 
-/// Keep the environment's packages now as a before-image in `images` and return what
-/// the journal records of them, with the bytes of the `pip freeze --all` kept.
+fn lines_of(packages: &[InstalledPackage]) -> Vec<u8> {
+    let mut text = String::new();
+    for package in packages {
+        let line = match (&package.origin, &package.version) {
+            (PackageOrigin::Editable { location }, _) => format!("-e {location}"),
+            (PackageOrigin::DirectUrl { url }, _) => format!("{} @ {url}", package.name),
+            (PackageOrigin::Index, Some(version)) => format!("{}=={version}", package.name),
+            (PackageOrigin::Index, None) => continue,
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text.into_bytes()
+}
+
+/// The packages of `python` on the node now, as [`freeze_lines`] prints them: one probe
+/// of the interpreter.
+pub async fn installed(transport: &Transport, python: &Path) -> Result<Vec<u8>, ExecError> {
+    let request = ProbeRequest {
+        scope: ProbeScope::Step,
+        ..ProbeRequest::new(python, Vec::new())
+    };
+    let facts = super::gather_facts(transport, &request).await?;
+    freeze_lines(&facts).ok_or_else(|| {
+        ExecError::Transport(TransportError::ReadFile {
+            host: transport.name().to_string(),
+            path: format!("{} (installed packages)", python.display()),
+            message: "the interpreter does not answer".to_string(),
+        })
+    })
+}
+
+/// Keep `lines` (the environment's packages, [`freeze_lines`]) as a before-image in
+/// `images` and return what the journal records of them.
 pub async fn capture(
     transport: &Transport,
     python: &Path,
+    lines: &[u8],
     images: &Path,
     index_urls: Vec<String>,
-) -> Result<(EnvironmentImage, Vec<u8>), TransportError> {
-    let bytes = freeze(transport, python).await?;
-    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+) -> Result<EnvironmentImage, TransportError> {
+    let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(lines));
     let spec = WriteSpec {
         secret: true,
         private_directory: true,
@@ -48,16 +72,15 @@ pub async fn capture(
         ..WriteSpec::new(images.join(&digest), 0o600)
     };
     transport
-        .write_file(crate::transport::Stdin::Bytes(&bytes), &spec)
+        .write_file(crate::transport::Stdin::Bytes(lines), &spec)
         .await?;
-    let image = EnvironmentImage {
+    Ok(EnvironmentImage {
         python: python.to_path_buf(),
         freeze: digest,
         index_urls,
         wheels: None,
         not_kept: Vec::new(),
-    };
-    Ok((image, bytes))
+    })
 }
 
 /// The image's file on the node.
@@ -65,8 +88,9 @@ pub fn image_path(images: &Path, image: &EnvironmentImage) -> PathBuf {
     images.join(&image.freeze)
 }
 
-/// Normalized name → its freeze line (`torch==2.9.1+cu130`, `sglang @ file:///…`);
-/// comments, options and editable lines are left out.
+/// Normalized name → its freeze line with the name normalized (`PyYAML==6.0.1` reads
+/// `pyyaml==6.0.1`, as a before-image `pip freeze` printed and one from the probe are
+/// compared); comments, options and editable lines are left out.
 pub fn parse_freeze(text: &str) -> BTreeMap<String, String> {
     text.lines()
         .map(str::trim)
@@ -76,7 +100,8 @@ pub fn parse_freeze(text: &str) -> BTreeMap<String, String> {
                 .split(['=', ' ', '@', '<', '>', '!', '~', ';', '['])
                 .next()?;
             let normalized = pep508_rs::PackageName::new(name.to_string()).ok()?;
-            Some((normalized.to_string(), line.to_string()))
+            let line = format!("{normalized}{}", &line[name.len()..]);
+            Some((normalized.to_string(), line))
         })
         .collect()
 }
@@ -118,7 +143,28 @@ mod tests {
         let current =
             parse_freeze("torch==2.9.1+cu130\nnvidia-cublas==13.0.0.19\nsglang @ file:///opt/x\n");
         let (install, remove) = difference(&before, &current);
-        assert_eq!(install, ["NVIDIA_cublas_cu12===12.8.4.1", "torch===2.9.1"]);
+        assert_eq!(install, ["nvidia-cublas-cu12===12.8.4.1", "torch===2.9.1"]);
         assert_eq!(remove, ["nvidia-cublas"]);
+    }
+
+    #[test]
+    fn probed_packages_read_as_pip_freeze_lines_and_compare_with_pip_s_own() {
+        let packages = crate::facts::parse_pip_freeze(
+            "PyYAML==6.0.1\nsglang @ file:///src/sglang/python\ntorch==2.9.1+cu130\n\
+             oldpkg===1.0-custom-build\n-e /src/editable\neditable==0.1\n",
+        )
+        .unwrap();
+        let text = String::from_utf8(lines_of(&packages)).unwrap();
+        assert_eq!(
+            text,
+            "editable==0.1\npyyaml==6.0.1\nsglang @ file:///src/sglang/python\ntorch==2.9.1+cu130\n"
+        );
+        // A before-image `pip freeze` printed (names as their metadata spells them)
+        // against the probe's lines now: nothing to do.
+        let before =
+            parse_freeze("PyYAML==6.0.1\nsglang @ file:///src/sglang/python\ntorch==2.9.1+cu130\n");
+        let (install, remove) = difference(&before, &parse_freeze(&text));
+        assert!(install.is_empty(), "{install:?}");
+        assert_eq!(remove, ["editable"]);
     }
 }

@@ -33,13 +33,13 @@ pub enum JournalEvent {
     RolledBack,
 }
 
-/// The Python environment before a run changed it: `pip freeze --all` kept as a
-/// before-image, and the indexes its packages can be installed from again.
+/// The Python environment before a run changed it: its packages as `pip freeze --all`
+/// lines (an earlier version kept pip's own output) kept as a before-image, and the indexes its packages can be installed from again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvironmentImage {
     /// The interpreter, e.g. `/opt/ml-env/bin/python3`.
     pub python: PathBuf,
-    /// The sha256 of its `pip freeze --all` output, kept in the before-images directory.
+    /// The sha256 of those lines, the name of their file in the before-images directory.
     pub freeze: String,
     /// The manifest's index URLs (credentials masked: a masked URL is not used again).
     pub index_urls: Vec<String>,
