@@ -6,35 +6,23 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::manifest::Sha256;
-use crate::transport::{NodeCommand, Stdin, Transport, WriteSpec, Written, download};
+use crate::transport::{Stdin, Transport, WriteSpec, Written, download};
 
 use super::ExecError;
 
 /// Which of `files` (path on the node, digest) the node holds at that path with that
-/// digest: one `sha256sum` for all of them (a missing file is simply not held).
+/// digest: one command for all of them (a missing file is simply not held).
 pub async fn held(
     transport: &Transport,
     files: &[(&Path, &Sha256)],
 ) -> Result<HashSet<PathBuf>, ExecError> {
-    if files.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let command = NodeCommand::new("sha256sum")
-        .arg("--")
-        .args(files.iter().map(|(path, _)| path.display().to_string()));
-    let output = transport.run(&command, None).await?;
-    let sums: HashSet<(String, String)> = output
-        .stdout_text()
-        .lines()
-        .filter_map(|line| {
-            let (digest, path) = line.split_once("  ")?;
-            Some((path.to_string(), digest.to_string()))
-        })
-        .collect();
+    let paths: Vec<&Path> = files.iter().map(|(path, _)| *path).collect();
+    let sums = transport.sha256_of_files(&paths).await?;
     Ok(files
         .iter()
         .filter(|(path, sha256)| {
-            sums.contains(&(path.display().to_string(), sha256.as_str().to_string()))
+            sums.get(*path)
+                .is_some_and(|digest| digest == sha256.as_str())
         })
         .map(|(path, _)| path.to_path_buf())
         .collect())
