@@ -372,17 +372,21 @@ pub async fn facts_again(
     prepared: &Prepared,
     first: &NodeFacts,
 ) -> Result<NodeFacts, ConvergeError> {
-    let request = ProbeRequest {
+    let fresh = exec::gather_facts(transport, &recheck_request(prepared)).await?;
+    Ok(with_gpus_of(fresh, first))
+}
+
+/// What [`facts_again`] asks the node: the plan's probe without the GPUs.
+pub fn recheck_request(prepared: &Prepared) -> ProbeRequest {
+    ProbeRequest {
         scope: ProbeScope::Step,
         ..probe_request(&prepared.manifest)
-    };
-    let fresh = exec::gather_facts(transport, &request).await?;
-    Ok(with_gpus_of(fresh, first))
+    }
 }
 
 /// `fresh` with the GPUs, the driver and the `nvidia-smi` sections of `first`, read as
 /// `first` was requested.
-fn with_gpus_of(mut fresh: NodeFacts, first: &NodeFacts) -> NodeFacts {
+pub fn with_gpus_of(mut fresh: NodeFacts, first: &NodeFacts) -> NodeFacts {
     fresh.probe = first.probe.clone();
     fresh.driver = first.driver.clone();
     fresh.gpus = first.gpus.clone();

@@ -589,6 +589,10 @@ impl Run<'_> {
         };
         let mut steps = Vec::new();
         let mut environment_kept = false;
+        let recheck = super::recheck_request(prepared);
+        // What the last step's verification probed after its change: the next step's
+        // re-check, without probing again.
+        let mut verified: Option<crate::facts::NodeFacts> = None;
         for planned in &plan.steps {
             if planned.action == Action::NoOp {
                 steps.push(record(planned, "no-op", None));
@@ -596,7 +600,10 @@ impl Run<'_> {
             }
             reporter.step(&format!("{node}: {} — {}", planned.kind, planned.reason));
             // Re-check against fresh facts: the step may have been done meanwhile.
-            let fresh = super::facts_again(transport, prepared, first).await?;
+            let fresh = match verified.take() {
+                Some(facts) => super::with_gpus_of(facts, first),
+                None => super::facts_again(transport, prepared, first).await?,
+            };
             let replanned = super::plan_for(
                 prepared,
                 &node,
@@ -613,6 +620,8 @@ impl Run<'_> {
                 .unwrap_or_else(|| planned.clone());
             if step.action == Action::NoOp {
                 steps.push(record(&step, "no-op", None));
+                // Nothing changed: the facts hold for the next step too.
+                verified = Some(fresh);
                 continue;
             }
             // Planned anew (e.g. against an interpreter the python-env step just created),
@@ -630,8 +639,11 @@ impl Run<'_> {
                 self.keep_environment(&fresh, &lock).await?;
                 environment_kept = true;
             }
-            let (outcome, written) = apply_step_writing(transport, &step, options.context).await?;
-            match outcome {
+            let applied =
+                apply_step_writing(transport, &step, options.context, Some(&recheck)).await?;
+            let written = applied.written;
+            verified = applied.facts;
+            match applied.outcome {
                 StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),
                 StepOutcome::Applied => {
                     self.journal_step(&step, "applied", step.reason.clone(), &written)

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::facts::{ProbeRequest, ProbeScope};
+use crate::facts::{NodeFacts, ProbeRequest, ProbeScope};
 use crate::managed_block;
 use crate::manifest::redact_text;
 use crate::steps::{Operation, Placement, Step, Verification};
@@ -70,17 +70,46 @@ pub async fn apply_step(
     step: &Step,
     context: &ApplyContext,
 ) -> Result<StepOutcome, ExecError> {
-    apply_step_writing(transport, step, context)
+    apply_step_writing(transport, step, context, None)
         .await
-        .map(|(outcome, _)| outcome)
+        .map(|applied| applied.outcome)
 }
 
-/// [`apply_step`], also returning what its writes replaced (for the journal).
+/// What applying a step did.
+#[derive(Debug)]
+pub struct Applied {
+    /// Unchanged, applied and verified, or failed.
+    pub outcome: StepOutcome,
+    /// What its writes replaced (for the journal).
+    pub written: Vec<Written>,
+    /// The node's facts as its verification probed them after the change, asked as the
+    /// `recheck` request of [`apply_step_writing`] says: what the next step's re-check
+    /// would read. `None` when the verification probed nothing.
+    pub facts: Option<NodeFacts>,
+}
+
+/// [`apply_step`], also returning what its writes replaced (for the journal). A
+/// verification that probes the node asks for `recheck`'s facts too, and returns them.
 pub async fn apply_step_writing(
     transport: &Transport,
     step: &Step,
     context: &ApplyContext,
-) -> Result<(StepOutcome, Vec<Written>), ExecError> {
+    recheck: Option<&ProbeRequest>,
+) -> Result<Applied, ExecError> {
+    let (outcome, written, facts) = apply_and_verify(transport, step, context, recheck).await?;
+    Ok(Applied {
+        outcome,
+        written,
+        facts,
+    })
+}
+
+async fn apply_and_verify(
+    transport: &Transport,
+    step: &Step,
+    context: &ApplyContext,
+    recheck: Option<&ProbeRequest>,
+) -> Result<(StepOutcome, Vec<Written>, Option<NodeFacts>), ExecError> {
     let secrets: Vec<&str> = context.secrets.iter().map(String::as_str).collect();
     let secrets = secrets.as_slice();
     let mut written = Vec::new();
@@ -110,18 +139,20 @@ pub async fn apply_step_writing(
         if let Some(failure) =
             run_operation(transport, operation, context, secrets, &mut written).await?
         {
-            return Ok((StepOutcome::Failed(failure), written));
+            return Ok((StepOutcome::Failed(failure), written, None));
         }
     }
     if step.operations.is_empty() {
-        return Ok((StepOutcome::Unchanged, written));
+        return Ok((StepOutcome::Unchanged, written, None));
     }
-    if let Some(verification) = &step.verification
-        && let Some(failure) = verify(transport, verification, secrets).await?
-    {
-        return Ok((StepOutcome::Failed(failure), written));
+    let Some(verification) = &step.verification else {
+        return Ok((StepOutcome::Applied, written, None));
+    };
+    let (failure, facts) = verify_probing(transport, verification, secrets, recheck).await?;
+    match failure {
+        Some(failure) => Ok((StepOutcome::Failed(failure), written, None)),
+        None => Ok((StepOutcome::Applied, written, facts)),
     }
-    Ok((StepOutcome::Applied, written))
 }
 
 /// A failed command as reported: the run's secrets and any credentials in URLs the
@@ -342,6 +373,103 @@ def seen(extra):
 print(json.dumps({"clean": seen({}), "preset": seen({n: "cuda-upgrade-preset-value" for n in names})}))
 "#;
 
+/// [`verify`]; a verification that probes asks for `recheck`'s facts too (when given)
+/// and returns them with its judgement.
+async fn verify_probing(
+    transport: &Transport,
+    verification: &Verification,
+    secrets: &[&str],
+    recheck: Option<&ProbeRequest>,
+) -> Result<(Option<StepFailure>, Option<NodeFacts>), ExecError> {
+    match (verification, recheck) {
+        (
+            Verification::LibrariesResolve {
+                sonames,
+                directories,
+            },
+            Some(recheck),
+        ) => {
+            let request = widened(recheck, sonames, directories);
+            let facts = gather_facts(transport, &request).await?;
+            Ok((
+                unresolved_libraries(&facts, sonames, directories),
+                Some(facts),
+            ))
+        }
+        (Verification::ToolkitVersion { prefix, version }, Some(recheck)) => {
+            let facts = gather_facts(transport, &widened(recheck, &[], &[])).await?;
+            Ok((toolkit_mismatch(&facts, prefix, version), Some(facts)))
+        }
+        _ => Ok((verify(transport, verification, secrets).await?, None)),
+    }
+}
+
+/// `recheck` with `libraries` and `paths` added (each once), between steps.
+fn widened(recheck: &ProbeRequest, libraries: &[String], paths: &[PathBuf]) -> ProbeRequest {
+    let mut request = ProbeRequest {
+        scope: ProbeScope::Step,
+        ..recheck.clone()
+    };
+    for library in libraries {
+        if !request.libraries.contains(library) {
+            request.libraries.push(library.clone());
+        }
+    }
+    for path in paths {
+        if !request.paths.contains(path) {
+            request.paths.push(path.clone());
+        }
+    }
+    request
+}
+
+/// What is wrong when `sonames` do not resolve into `directories` in `facts`.
+fn unresolved_libraries(
+    facts: &NodeFacts,
+    sonames: &[String],
+    directories: &[PathBuf],
+) -> Option<StepFailure> {
+    let unresolved = facts.ldconfig.unresolved(sonames, directories);
+    (!unresolved.is_empty()).then(|| StepFailure {
+        operation: "ldconfig -p".to_string(),
+        status: None,
+        detail: unresolved
+            .iter()
+            .map(|soname| {
+                let found = facts.ldconfig.loaded_from(soname).map_or_else(
+                    || "the loader does not find it".to_string(),
+                    |found| format!("the loader loads it from `{}`", found.display()),
+                );
+                format!(
+                    "`{soname}` does not resolve into {}: {found}",
+                    directories
+                        .iter()
+                        .map(|d| format!("`{}`", d.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    })
+}
+
+/// What is wrong when the toolkit in `prefix` is not `version` in `facts`, identified as
+/// the plan identifies it (version.json, the apt meta package, a unique nvcc build).
+fn toolkit_mismatch(
+    facts: &NodeFacts,
+    prefix: &std::path::Path,
+    version: &crate::cuda::CudaVersion,
+) -> Option<StepFailure> {
+    crate::steps::toolkit::verify(facts, prefix, version)
+        .err()
+        .map(|detail| StepFailure {
+            operation: format!("probe of the toolkit in {}", prefix.display()),
+            status: None,
+            detail,
+        })
+}
+
 /// Run a step's verification; `Some` describes what is wrong.
 pub async fn verify(
     transport: &Transport,
@@ -362,29 +490,7 @@ pub async fn verify(
                 ..ProbeRequest::default()
             };
             let facts = gather_facts(transport, &request).await?;
-            let unresolved = facts.ldconfig.unresolved(sonames, directories);
-            Ok((!unresolved.is_empty()).then(|| StepFailure {
-                operation: "ldconfig -p".to_string(),
-                status: None,
-                detail: unresolved
-                    .iter()
-                    .map(|soname| {
-                        let found = facts.ldconfig.loaded_from(soname).map_or_else(
-                            || "the loader does not find it".to_string(),
-                            |found| format!("the loader loads it from `{}`", found.display()),
-                        );
-                        format!(
-                            "`{soname}` does not resolve into {}: {found}",
-                            directories
-                                .iter()
-                                .map(|d| format!("`{}`", d.display()))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            }))
+            Ok(unresolved_libraries(&facts, sonames, directories))
         }
         Verification::PythonRuns { python } => {
             let command = NodeCommand::new(python.display().to_string())
@@ -465,20 +571,13 @@ pub async fn verify(
             check_on(transport, installer, &python.display().to_string(), secrets).await
         }
         Verification::ToolkitVersion { prefix, version } => {
-            // Identified as the plan identifies it (version.json, the apt meta package,
-            // a unique nvcc build): the probe, without an interpreter.
+            // The probe, without an interpreter.
             let request = ProbeRequest {
                 scope: ProbeScope::Step,
                 ..ProbeRequest::default()
             };
             let facts = gather_facts(transport, &request).await?;
-            Ok(crate::steps::toolkit::verify(&facts, prefix, version)
-                .err()
-                .map(|detail| StepFailure {
-                    operation: format!("probe of the toolkit in {}", prefix.display()),
-                    status: None,
-                    detail,
-                }))
+            Ok(toolkit_mismatch(&facts, prefix, version))
         }
         Verification::EnvironmentVisible {
             python,

@@ -17,7 +17,8 @@ mod send;
 pub mod service;
 
 pub use apply::{
-    ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, verify, written_paths,
+    Applied, ApplyContext, StepFailure, StepOutcome, apply_step, apply_step_writing, verify,
+    written_paths,
 };
 pub use error::ExecError;
 pub use facts::gather_facts;
