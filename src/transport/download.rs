@@ -333,18 +333,32 @@ pub async fn git_bundle(url: &str, rev: &str, cache_dir: &Path) -> Result<Bundle
         &commit_of,
     ]))
     .await?;
-    let is_ref = git(in_repo(&["show-ref", "--", rev]))
-        .await
-        .is_ok_and(|refs| !refs.is_empty());
     let bundles = cache_dir.join("bundles");
     tokio::fs::create_dir_all(&bundles)
         .await
         .map_err(io(&bundles))?;
+    // By repository, commit and the revision as named (a bundle of a tag carries that
+    // tag): made once, then every node of a fleet gets the same file.
+    let named = hex::encode(Sha256::digest(rev.as_bytes()));
     let bundle = bundles.join(format!(
-        "{}-{}.bundle",
+        "{}-{}-{}.bundle",
         &key[..16],
-        commit.get(..16).unwrap_or(&commit)
+        commit.get(..16).unwrap_or(&commit),
+        &named[..8]
     ));
+    if tokio::fs::metadata(&bundle)
+        .await
+        .is_ok_and(|metadata| metadata.is_file() && metadata.len() > 0)
+    {
+        return Ok(Bundle {
+            path: bundle,
+            repo,
+            commit,
+        });
+    }
+    let is_ref = git(in_repo(&["show-ref", "--", rev]))
+        .await
+        .is_ok_and(|refs| !refs.is_empty());
     let partial = bundle.with_extension(format!("partial.{}", std::process::id()));
     let partial_arg = partial.display().to_string();
     if is_ref {
