@@ -74,6 +74,16 @@ def phases(log_dir):
             for name, values in per_phase.items()}
 
 
+def cpu_seconds():
+    """Busy and total CPU time of the whole machine so far (/proc/stat: every core; idle
+    and iowait are not busy). Every testbed node is a namespace of this machine, so the
+    busy time over an apply is what the controller and all its nodes used together."""
+    with open("/proc/stat", encoding="utf-8") as handle:
+        ticks = [int(field) for field in handle.readline().split()[1:]]
+    per_second = os.sysconf("SC_CLK_TCK")
+    return (sum(ticks) - ticks[3] - ticks[4]) / per_second, sum(ticks) / per_second
+
+
 def controller_manifest(manifest, repo):
     """The overlay with the repository on the controller instead of on each node."""
     text = Path(manifest).read_text().replace(f"file://{fleet.NODE_REPOSITORY}", f"file://{repo}")
@@ -94,6 +104,7 @@ def one(size, mode, work, upgrade, uv):
         extra = ["--installer", "uv", "--uv", uv] if installer == "uv" else []
         env = fleet.upgrade_env(state, run_dir)
         before = stats(state)
+        busy_before, _ = cpu_seconds()
         started = time.monotonic()
         result = fleet.run([upgrade, "apply", "--yes", manifest, "-i", run_dir / "inventory.yml",
                             "--parallel", size, "--ssh-config", state["ssh_config"],
@@ -101,6 +112,7 @@ def one(size, mode, work, upgrade, uv):
                             "--fetch", fetch, "--run-dir", run_dir / "run", *extra],
                            env=env, check=False)
         seconds = time.monotonic() - started
+        busy = cpu_seconds()[0] - busy_before
         after = stats(state)
         outcomes = fleet.parse_outcomes(result.stdout) if result.stdout.strip() else []
         ok = (result.returncode == 0 and len(outcomes) == size
@@ -108,6 +120,7 @@ def one(size, mode, work, upgrade, uv):
         if not ok:
             fleet.log(result.stdout[-2000:] + result.stderr[-2000:])
         entry = {"nodes": size, "mode": mode, "seconds": seconds, "ok": ok,
+                 "cpu_seconds": busy, "cores": os.cpu_count(),
                  "bytes": after["bytes"] - before["bytes"],
                  "requests": after["requests"] - before["requests"],
                  "phases": phases(run_dir / "run")}
@@ -137,14 +150,21 @@ def report(entries, arguments, info, upgrade_version):
              f"Measured {time.strftime('%Y-%m-%d')} on {info['cpu']}, {info['cores']} cores, "
              f"{info['memory_gib']} GiB, load average at start {info['load'][0]:.1f}; "
              f"{upgrade_version}; one run each.", "",
-             "| nodes | mode | full upgrade (s) | index bytes served (MB) | requests | ok |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "| nodes | mode | full upgrade (s) | CPU used (s) | CPU per node (s) | CPU floor (s) "
+             "| index bytes served (MB) | requests | ok |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for size in sizes:
         for mode in arguments.modes:
             entry = by.get((size, mode))
             if entry:
                 lines.append(f"| {size} | `{mode}` | {entry['seconds']:.2f} | "
+                             f"{entry['cpu_seconds']:.2f} | {entry['cpu_seconds'] / size:.2f} | "
+                             f"{entry['cpu_seconds'] / entry['cores']:.2f} | "
                              f"{entry['bytes'] / 1e6:.2f} | {entry['requests']} | {entry['ok']} |")
+    lines += ["", "CPU used: busy time of the whole machine during the apply (`/proc/stat`, all "
+              "cores): the controller and every node together, since each node is a namespace "
+              "of this machine. CPU floor: that time over the machine's cores, the shortest "
+              "wall time any scheduling could reach."]
     names = []
     for entry in entries:
         names += [name for name in entry.get("phases", {}) if name not in names]
@@ -170,7 +190,11 @@ def report(entries, arguments, info, upgrade_version):
             if first and entry and first["bytes"] and first["seconds"]:
                 lines.append(f"- `{mode}`, {size} nodes / {sizes[0]} node: bytes "
                              f"**{entry['bytes'] / first['bytes']:.2f}×**, time "
-                             f"**{entry['seconds'] / first['seconds']:.2f}×**")
+                             f"**{entry['seconds'] / first['seconds']:.2f}×**; the {size}-node "
+                             f"run took {entry['seconds'] / (entry['cpu_seconds'] / entry['cores']):.2f}× "
+                             f"its CPU floor, and {size} nodes at {first['cores']} cores cannot "
+                             f"go below {entry['cpu_seconds'] / entry['cores'] / first['seconds']:.2f}× "
+                             f"one node's time without using less CPU per node")
     lines += ["", "Targets (issue 17): with `--fetch controller`, bytes served for 16 nodes at "
               "most 1.1× those for one node, and a full upgrade of 16 nodes at most 3× one "
               "node's time on this 2-core machine.", ""]
