@@ -177,7 +177,17 @@ safe="
 # The last file's directory as named and as resolved, and the last before-images
 # directory as named and as resolved: files of one directory resolve it once.
 last_parent= last_real= images_named= images_real=
+# The files received so far, those already in place, and the files created.
+count=0 received=0 finished=0 finishing=
+newline="
+"
+# fail MESSAGE: the files received before this one are put in place (a batch stops at
+# the file that failed), then MESSAGE goes to stderr and the script exits 3.
 fail() {
+    if [ -z "$finishing" ]; then
+        finishing=1
+        finish
+    fi
     printf '%s\n' "$*" >&2
     exit 3
 }
@@ -317,8 +327,23 @@ else
     gid=$group
     mode=$new_mode
 fi
-temporary=$(mktemp -- "$directory/.cuda-upgrade.XXXXXX")
-trap 'rm -f -- "$temporary"' EXIT
+# The temporary file beside the target: in a private directory (ours alone) it is named
+# for this run and created exclusively (noclobber), without a `mktemp`.
+temporary=
+count=$((count + 1))
+if [ "$private" = 1 ]; then
+    # Created with the file's mode where it has no execute bits, so no `chmod` follows.
+    masked=$(( 0777 & ~0$mode ))
+    umask "$(( (masked >> 6) & 7 ))$(( (masked >> 3) & 7 ))$(( masked & 7 ))"
+    set -C
+    if command : 2>/dev/null >"$directory/.cuda-upgrade.$$.$count"; then
+        temporary=$directory/.cuda-upgrade.$$.$count
+    fi
+    set +C
+    umask 022
+fi
+[ -n "$temporary" ] || temporary=$(mktemp -- "$directory/.cuda-upgrade.XXXXXX")
+eval "temporary_$count=\$temporary"
 if [ -e "$target" ] && [ "$secret" != 1 ]; then
     # ACLs, extended attributes and the SELinux context of the file it replaces.
     cp --attributes-only --preserve=mode,ownership,xattr,context -- "$target" "$temporary" 2>/dev/null ||
@@ -327,18 +352,98 @@ fi
 if [ -n "$size" ]; then
     # GNU head reads no byte past the count: the next file's bytes stay on stdin.
     head -c "$size" >"$temporary"
-    [ "$(wc -c <"$temporary")" -eq "$size" ] || fail "\`$target\`: the input ended early; nothing was written"
 else
     cat >"$temporary"
 fi
-chown -- "$uid:$gid" "$temporary"
-chmod -- "$mode" "$temporary"
-sync -- "$temporary" 2>/dev/null || true
-after=$(sha256_of "$temporary" "${size:-0}")
-mv -f -- "$temporary" "$target"
-trap - EXIT
-printf 'wrote\t%s\t%s\t%s\n' "$target" "$before" "$after"
+eval "target_$count=\$target owner_$count=\$uid:\$gid mode_$count=\$mode size_$count=\$size before_$count=\$before"
+received=$count
 }
+# finish: puts every received file in place, in order, and prints `wrote` for each:
+# one `stat` checks their sizes, owners and modes (a `chown` or `chmod` only for a file
+# that differs), one `sha256sum` hashes the small ones, one `sync` flushes them all;
+# then each is renamed over its target. A file that arrived short stops the batch there.
+finish() {
+    [ "$received" -gt "$finished" ] || return 0
+    set --
+    i=$((finished + 1))
+    while [ "$i" -le "$received" ]; do
+        eval "set -- \"\$@\" \"\$temporary_$i\""
+        i=$((i + 1))
+    done
+    lines=$(stat -c '%s %u:%g %a' -- "$@") || fail "cannot inspect the files written"
+    lines="$lines
+"
+    set --
+    i=$((finished + 1))
+    while [ "$i" -le "$received" ]; do
+        line=${lines%%"$newline"*}
+        lines=${lines#*"$newline"}
+        eval "temporary=\$temporary_$i want_owner=\$owner_$i want_mode=\$mode_$i want_size=\$size_$i"
+        got_size=${line%% *}
+        rest=${line#* }
+        got_owner=${rest% *}
+        got_mode=${rest#* }
+        if [ -n "$want_size" ] && [ "$got_size" != "$want_size" ]; then
+            eval "problem_$i=short"
+        elif [ "$got_owner" != "$want_owner" ] && ! chown -- "$want_owner" "$temporary"; then
+            eval "problem_$i=owner"
+        elif [ $((0$got_mode)) -ne $((0$want_mode)) ] && ! chmod -- "$want_mode" "$temporary"; then
+            eval "problem_$i=mode"
+        fi
+        if [ "$got_size" -ge 4194304 ] && sum=$(sha256_of "$temporary" "$got_size"); then
+            eval "after_$i=\$sum"
+        else
+            set -- "$@" "$temporary"
+            eval "pending_$#=$i"
+        fi
+        i=$((i + 1))
+    done
+    if [ "$#" -gt 0 ]; then
+        sums=$(sha256sum -- "$@") || fail "cannot hash the files written"
+        sums="$sums
+"
+        j=1
+        while [ "$j" -le "$#" ]; do
+            line=${sums%%"$newline"*}
+            sums=${sums#*"$newline"}
+            line=${line#\\}
+            eval "index=\$pending_$j"
+            eval "after_$index=\${line%% *}"
+            j=$((j + 1))
+        done
+    fi
+    set --
+    i=$((finished + 1))
+    while [ "$i" -le "$received" ]; do
+        eval "set -- \"\$@\" \"\$temporary_$i\""
+        i=$((i + 1))
+    done
+    sync -- "$@" 2>/dev/null || true
+    while [ "$finished" -lt "$received" ]; do
+        i=$((finished + 1))
+        eval "temporary=\$temporary_$i target=\$target_$i before=\$before_$i after=\$after_$i"
+        eval "problem=\${problem_$i:-} want_owner=\$owner_$i want_mode=\$mode_$i"
+        case $problem in
+            short) fail "\`$target\`: the input ended early; nothing was written" ;;
+            owner) fail "\`$target\`: cannot give the new file the owner $want_owner; nothing was written" ;;
+            mode) fail "\`$target\`: cannot give the new file the mode $want_mode; nothing was written" ;;
+        esac
+        mv -f -- "$temporary" "$target"
+        finished=$i
+        printf 'wrote\t%s\t%s\t%s\n' "$target" "$before" "$after"
+    done
+}
+# cleanup: removes the temporary files not put in place (on any exit).
+cleanup() {
+    set --
+    i=$((finished + 1))
+    while [ "$i" -le "$count" ]; do
+        eval "set -- \"\$@\" \"\$temporary_$i\""
+        i=$((i + 1))
+    done
+    [ "$#" -eq 0 ] || rm -f -- "$@"
+}
+trap cleanup EXIT
 if [ "$1" = --batch ]; then
     # Seven arguments a file; their contents follow each other on stdin.
     shift
@@ -349,6 +454,8 @@ if [ "$1" = --batch ]; then
 else
     write_one "$1" "$2" "$3" "$4" "$5" "$6" ""
 fi
+finishing=1
+finish
 "#
 );
 
@@ -604,8 +711,9 @@ fn parse_written(line: &str) -> Option<Written> {
 
 #[cfg(test)]
 mod tests {
-    use super::HELD_SCRIPT;
+    use super::{HELD_SCRIPT, WRITE_SCRIPT};
     use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
     fn sha256(bytes: &[u8]) -> String {
@@ -681,5 +789,89 @@ mod tests {
         .unwrap();
         assert_eq!(held(bin.to_str().unwrap(), &files), want);
         assert!(held("/usr/bin:/bin", &[missing.as_path()]).is_empty());
+    }
+
+    /// The batch puts files in place in order with their modes, and one whose bytes
+    /// ended early stops it there: the files before it are written, it and the rest are
+    /// not, and no temporary file is left behind.
+    #[test]
+    fn a_batch_that_runs_short_keeps_the_files_before_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("private");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let shared = dir.path().join("shared");
+        let file = |directory: &Path, name: &str| directory.join(name).display().to_string();
+        let spec = |path: String, mode: &str, private: &str, size: &str| {
+            [
+                path,
+                mode.into(),
+                "0".into(),
+                private.into(),
+                "any".into(),
+                String::new(),
+                size.into(),
+            ]
+        };
+        let run = |args: Vec<[String; 7]>, input: &[u8]| {
+            let mut child = std::process::Command::new("/bin/sh")
+                .arg("-c")
+                .arg(WRITE_SCRIPT)
+                .arg("write-file")
+                .arg("--batch")
+                .args(args.iter().flatten())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::io::Write::write_all(&mut child.stdin.take().unwrap(), input).unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let output = run(
+            vec![
+                spec(file(&private, "a"), "644", "1", "2"),
+                spec(file(&private, "tool"), "755", "1", "3"),
+                spec(file(&shared, "c"), "640", "0", "1"),
+            ],
+            b"aatttc",
+        );
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 3);
+        for (name, bytes, mode) in [
+            (private.join("a"), b"aa".as_slice(), 0o644),
+            (private.join("tool"), b"ttt", 0o755),
+            (shared.join("c"), b"c", 0o640),
+        ] {
+            assert_eq!(std::fs::read(&name).unwrap(), bytes, "{name:?}");
+            let found = std::fs::metadata(&name).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(found, mode, "{name:?}");
+        }
+        let output = run(
+            vec![
+                spec(file(&private, "first"), "644", "1", "1"),
+                spec(file(&private, "short"), "644", "1", "10"),
+                spec(file(&shared, "after"), "644", "0", "1"),
+            ],
+            b"1short",
+        );
+        assert_eq!(output.status.code(), Some(3), "{output:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert!(stdout.starts_with("wrote\t"), "{stdout}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("short`: the input ended early"),
+            "{output:?}"
+        );
+        assert_eq!(std::fs::read(private.join("first")).unwrap(), b"1");
+        assert!(!private.join("short").exists() && !shared.join("after").exists());
+        for directory in [&private, &shared] {
+            let left: Vec<_> = std::fs::read_dir(directory)
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .filter(|name| name.to_string_lossy().starts_with(".cuda-upgrade."))
+                .collect();
+            assert!(left.is_empty(), "{left:?}");
+        }
     }
 }
