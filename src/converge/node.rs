@@ -234,6 +234,13 @@ pub async fn converge_probed(
         }
     }
     let node_lock = NodeLock::acquire(transport, &options.holder, options.break_lock).await?;
+    let drain = options.drain.filter(|_| !plan.is_converged());
+    // The probe still holds for the first step when nothing came between: no prompt,
+    // no drain, and no other apply changed the node before this one took the lock (each
+    // change is journaled, so the journal ends as the probe read it).
+    let first_current = options.confirm.is_none()
+        && drain.is_none()
+        && node_lock.journal_tail() == facts.journal_tail.as_deref();
     let run = Run {
         transport,
         prepared,
@@ -242,8 +249,8 @@ pub async fn converge_probed(
         started,
         urls: &urls,
         first: &facts,
+        first_current,
     };
-    let drain = options.drain.filter(|_| !plan.is_converged());
     let outcome = match drain {
         Some(drain) => run.drained(drain, &plan, lock, closes_open_run).await,
         None => run.execute_and_undo(&plan, lock, closes_open_run).await,
@@ -286,6 +293,9 @@ struct Run<'a> {
     urls: &'a std::collections::BTreeMap<String, String>,
     /// The run's first probe: the GPUs the re-checks keep.
     first: &'a crate::facts::NodeFacts,
+    /// The first probe is the first step's re-check (nothing could change the node
+    /// between it and the lock).
+    first_current: bool,
 }
 
 impl Run<'_> {
@@ -576,6 +586,7 @@ impl Run<'_> {
             started,
             urls,
             first,
+            first_current,
         } = *self;
         let node = transport.name().to_string();
         let finish = |ok, steps, verification| NodeOutcome {
@@ -592,7 +603,7 @@ impl Run<'_> {
         let recheck = super::recheck_request(prepared);
         // What the last step's verification probed after its change: the next step's
         // re-check, without probing again.
-        let mut verified: Option<crate::facts::NodeFacts> = None;
+        let mut verified: Option<crate::facts::NodeFacts> = first_current.then(|| first.clone());
         for planned in &plan.steps {
             if planned.action == Action::NoOp {
                 steps.push(record(planned, "no-op", None));

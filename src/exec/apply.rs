@@ -13,7 +13,7 @@ use crate::transport::{
     download, mask,
 };
 
-use super::send::{held, local_copy, send_all};
+use super::send::{held, local_copy};
 use super::{ExecError, gather_facts};
 
 /// How many lines of a failing command's output a report shows.
@@ -124,18 +124,44 @@ async fn apply_and_verify(
         })
         .collect();
     let mut held = held(transport, &sent).await?;
-    // Then everything the node lacks in one write, before the step's commands run.
+    // Then everything the node lacks in one write, before the step's commands run, with
+    // the uploads and git bundles that come before its first command or block edit.
+    let leading = step
+        .operations
+        .iter()
+        .position(|operation| {
+            matches!(
+                operation,
+                Operation::Run(_) | Operation::ReplaceBlock { .. } | Operation::RemoveBlock { .. }
+            )
+        })
+        .unwrap_or(step.operations.len());
     let mut outgoing = Vec::new();
-    for operation in &step.operations {
-        if let Some(file) = outgoing_file(operation, context, &held).await? {
+    let mut early = std::collections::HashSet::new();
+    for (index, operation) in step.operations.iter().enumerate() {
+        if let Some(file) = outgoing_file(operation, context, &held, index < leading).await? {
             outgoing.push(file);
+            early.insert(index);
         }
     }
-    let (sent, result) = send_all(transport, &outgoing).await;
+    let batch: Vec<(Stdin<'_>, &WriteSpec)> = outgoing
+        .iter()
+        .map(|(content, spec)| {
+            let content = match content {
+                Outgoing::File(local) => Stdin::File(local),
+                Outgoing::Bytes(bytes) => Stdin::Bytes(bytes),
+            };
+            (content, spec)
+        })
+        .collect();
+    let (sent, result) = transport.write_files(&batch).await;
     written.extend(sent);
     result?;
     held.extend(outgoing.into_iter().map(|(_, spec)| spec.path));
-    for operation in &step.operations {
+    for (index, operation) in step.operations.iter().enumerate() {
+        if early.contains(&index) {
+            continue;
+        }
         if let Some(failure) =
             run_operation(transport, operation, context, secrets, &mut written).await?
         {
@@ -285,14 +311,45 @@ async fn run_operation(
     }
 }
 
+/// What a step writes before its commands: a file of the controller (a download, a git
+/// bundle) or bytes of the plan (an upload).
+enum Outgoing<'a> {
+    File(PathBuf),
+    Bytes(&'a [u8]),
+}
+
 /// The controller's verified copy of a file `operation` sends and its place on the node,
-/// unless the node holds it already (or the operation sends none).
-async fn outgoing_file(
-    operation: &Operation,
+/// unless the node holds it already (or the operation sends none); with `leading` (no
+/// command or block edit comes before it), an upload's bytes and a git bundle without
+/// build requirements too.
+async fn outgoing_file<'a>(
+    operation: &'a Operation,
     context: &ApplyContext,
     held: &std::collections::HashSet<PathBuf>,
-) -> Result<Option<(PathBuf, WriteSpec)>, ExecError> {
+    leading: bool,
+) -> Result<Option<(Outgoing<'a>, WriteSpec)>, ExecError> {
     match operation {
+        Operation::Upload {
+            path,
+            placement,
+            content,
+        } if leading => Ok(Some((
+            Outgoing::Bytes(content),
+            context.spec(*placement, path),
+        ))),
+        Operation::GitBundle {
+            url,
+            rev,
+            path,
+            build: None,
+        } if leading => {
+            let bundle = download::git_bundle(url, rev, &context.cache_dir).await?;
+            let placement = Placement::Staged { mode: 0o600 };
+            Ok(Some((
+                Outgoing::File(bundle.path),
+                context.spec(placement, path),
+            )))
+        }
         Operation::Transfer {
             url,
             sha256,
@@ -301,7 +358,7 @@ async fn outgoing_file(
         } if !held.contains(path) => {
             let local = download::fetch(url, sha256, &context.cache_dir).await?;
             Ok(Some((
-                local,
+                Outgoing::File(local),
                 context.spec(Placement::Staged { mode: *mode }, path),
             )))
         }
@@ -318,7 +375,7 @@ async fn outgoing_file(
             })
             .await?;
             Ok(Some((
-                local,
+                Outgoing::File(local),
                 context.spec(Placement::Staged { mode: 0o644 }, path),
             )))
         }
@@ -399,6 +456,80 @@ async fn verify_probing(
         (Verification::ToolkitVersion { prefix, version }, Some(recheck)) => {
             let facts = gather_facts(transport, &widened(recheck, &[], &[])).await?;
             Ok((toolkit_mismatch(&facts, prefix, version), Some(facts)))
+        }
+        // The environment's packages and source records, as the plan reads them: from the
+        // probe of the same interpreter (where it could read it; else the installer's list).
+        (
+            Verification::PackagesMatch {
+                python,
+                installer,
+                expected,
+                absent,
+                pip_check,
+            },
+            Some(recheck),
+        ) if recheck.python.as_deref() == Some(python.as_path()) => {
+            let facts = gather_facts(transport, &widened(recheck, &[], &[])).await?;
+            if facts.python.is_none() {
+                return Ok((verify(transport, verification, secrets).await?, None));
+            }
+            let found = facts
+                .packages
+                .iter()
+                .filter_map(|package| {
+                    Some((
+                        normalize(package.name.as_ref()),
+                        package.version.as_ref()?.to_string(),
+                    ))
+                })
+                .collect();
+            let problems = package_problems(&found, expected, absent);
+            if !problems.is_empty() {
+                let failure = StepFailure {
+                    operation: format!("the packages of `{}`", python.display()),
+                    status: None,
+                    detail: problems.join("\n"),
+                };
+                return Ok((Some(failure), Some(facts)));
+            }
+            let python = python.display().to_string();
+            let checked = match pip_check {
+                true => check_on(transport, installer, &python, secrets).await?,
+                false => None,
+            };
+            Ok((checked, Some(facts)))
+        }
+        (
+            Verification::SourceInstalled {
+                python,
+                package,
+                installer,
+                pip_check,
+            },
+            Some(recheck),
+        ) if recheck.python.as_deref() == Some(python.as_path()) => {
+            let facts = gather_facts(transport, &widened(recheck, &[], &[])).await?;
+            let recorded = facts
+                .install_records
+                .iter()
+                .any(|record| record.package == *package && !record.commit.is_empty());
+            if !recorded {
+                let failure = StepFailure {
+                    operation: format!(
+                        "the install record {}/{package}.json",
+                        crate::steps::source::RECORD_DIR
+                    ),
+                    status: None,
+                    detail: format!("no record names the commit `{package}` was installed from"),
+                };
+                return Ok((Some(failure), Some(facts)));
+            }
+            let python = python.display().to_string();
+            let checked = match pip_check {
+                true => check_on(transport, installer, &python, secrets).await?,
+                false => None,
+            };
+            Ok((checked, Some(facts)))
         }
         _ => Ok((verify(transport, verification, secrets).await?, None)),
     }
@@ -514,7 +645,6 @@ pub async fn verify(
             }
             let listed: Vec<serde_json::Value> =
                 serde_json::from_str(output.stdout_text().trim()).unwrap_or_default();
-            let normalize = |name: &str| name.to_ascii_lowercase().replace(['_', '.'], "-");
             let found: std::collections::BTreeMap<String, String> = listed
                 .iter()
                 .filter_map(|item| {
@@ -524,20 +654,7 @@ pub async fn verify(
                     ))
                 })
                 .collect();
-            let mut problems: Vec<String> = expected
-                .iter()
-                .filter(|(name, version)| found.get(&normalize(name)) != Some(version))
-                .map(|(name, version)| match found.get(&normalize(name)) {
-                    Some(other) => format!("`{name}` is {other}, the lock says {version}"),
-                    None => format!("`{name}` is not installed (the lock says {version})"),
-                })
-                .collect();
-            problems.extend(
-                absent
-                    .iter()
-                    .filter(|name| found.contains_key(&normalize(name)))
-                    .map(|name| format!("`{name}` is still installed")),
-            );
+            let problems = package_problems(&found, expected, absent);
             if !problems.is_empty() {
                 return Ok(Some(StepFailure {
                     operation: list.display(),
@@ -625,6 +742,36 @@ pub async fn verify(
             }))
         }
     }
+}
+
+/// A package name as the installers compare them, e.g. `nvidia-cudnn-cu13` for
+/// `nvidia_cudnn_cu13`.
+fn normalize(name: &str) -> String {
+    name.to_ascii_lowercase().replace(['_', '.'], "-")
+}
+
+/// What differs between the installed packages `found` (normalized name to version) and
+/// the lock: each `expected` name and version, and none of the `absent` names.
+fn package_problems(
+    found: &std::collections::BTreeMap<String, String>,
+    expected: &[(String, String)],
+    absent: &[String],
+) -> Vec<String> {
+    let mut problems: Vec<String> = expected
+        .iter()
+        .filter(|(name, version)| found.get(&normalize(name)) != Some(version))
+        .map(|(name, version)| match found.get(&normalize(name)) {
+            Some(other) => format!("`{name}` is {other}, the lock says {version}"),
+            None => format!("`{name}` is not installed (the lock says {version})"),
+        })
+        .collect();
+    problems.extend(
+        absent
+            .iter()
+            .filter(|name| found.contains_key(&normalize(name)))
+            .map(|name| format!("`{name}` is still installed")),
+    );
+    problems
 }
 
 /// `pip check` (or uv's): every installed package's requirements are met.

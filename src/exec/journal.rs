@@ -125,7 +125,7 @@ pub struct JournalEntry {
 pub async fn append(transport: &Transport, entry: &JournalEntry) -> Result<(), TransportError> {
     const SCRIPT: &str = r#"set -eu
 journal=$1
-mkdir -p -- "$(dirname -- "$journal")"
+[ -d "${journal%/*}" ] || mkdir -p -- "${journal%/*}"
 umask 077
 # A line cut off by a crash mid-append ends here, so this entry starts a line of its own.
 if [ -s "$journal" ] && [ -n "$(tail -c 1 -- "$journal")" ]; then

@@ -60,6 +60,8 @@ impl LockHolder {
 #[derive(Debug)]
 pub struct NodeLock {
     token: String,
+    /// The journal's last line when the lock was taken (`None`: no journal).
+    journal_tail: Option<String>,
 }
 
 /// Why the lock could not be taken.
@@ -81,8 +83,8 @@ pub enum NodeLockError {
 }
 
 const ACQUIRE_SCRIPT: &str = r#"set -eu
-lock=$1 holder=$2 token=$3 break_lock=$4
-mkdir -p -- "$(dirname -- "$lock")"
+lock=$1 holder=$2 token=$3 break_lock=$4 journal=$5
+mkdir -p -- "${lock%/*}"
 if [ "$break_lock" = 1 ]; then
     rm -rf -- "$lock"
 fi
@@ -90,6 +92,11 @@ if mkdir -m 700 -- "$lock" 2>/dev/null; then
     printf '%s\n' "$holder" >"$lock/holder"
     printf '%s\n' "$token" >"$lock/token"
     printf 'acquired\n'
+    # What the journal ended with when the lock was taken: whether another apply
+    # changed the node since this one probed it.
+    if [ -f "$journal" ]; then
+        tail -n 1 -- "$journal"
+    fi
 else
     printf 'held\n'
     cat -- "$lock/holder" 2>/dev/null || true
@@ -127,12 +134,19 @@ impl NodeLock {
             .arg(NODE_LOCK)
             .arg(holder_json)
             .arg(token.clone())
-            .arg(if break_lock { "1" } else { "0" });
+            .arg(if break_lock { "1" } else { "0" })
+            .arg(super::journal::JOURNAL);
         let output = transport.run(&command, None).await?;
         let text = output.stdout_text();
         let mut lines = text.lines();
         match lines.next() {
-            Some("acquired") if output.success() => Ok(Self { token }),
+            Some("acquired") if output.success() => Ok(Self {
+                token,
+                journal_tail: lines
+                    .next()
+                    .map(str::to_string)
+                    .filter(|line| !line.is_empty()),
+            }),
             Some("held") if output.success() => {
                 let holder: Option<LockHolder> = lines
                     .next()
@@ -155,6 +169,12 @@ impl NodeLock {
             )
             .into()),
         }
+    }
+
+    /// The journal's last line when the lock was taken, e.g. to compare with what the
+    /// apply's probe read: equal, no other apply changed the node in between.
+    pub fn journal_tail(&self) -> Option<&str> {
+        self.journal_tail.as_deref()
     }
 
     /// Give the lock back (only ours: a lock broken and taken by another apply stays).

@@ -139,6 +139,11 @@ pub struct NodeFacts {
     /// mid-write. Not part of the digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_journal_run: Option<String>,
+    /// The journal's last line as the probe read it (`None`: no journal), e.g. for an
+    /// apply to tell whether another apply changed the node between its probe and its
+    /// lock. Not part of the digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_tail: Option<String>,
     /// How each probe section ended, for troubleshooting; not part of the digest.
     pub sections: Vec<SectionOutcome>,
 }
@@ -388,6 +393,10 @@ impl NodeFacts {
             open_journal_run: sections
                 .succeeded("journal-tail")
                 .and_then(|section| open_journal_run(&section.stdout)),
+            journal_tail: sections
+                .succeeded("journal-tail")
+                .map(|section| section.stdout.trim_end_matches('\n').to_string())
+                .filter(|line| !line.is_empty()),
             sections: outcomes,
         })
     }
