@@ -29,7 +29,8 @@ pub use drain::{
 pub use error::ConvergeError;
 pub use live::{LiveOptions, live_lock, resolve_live_universe};
 pub use node::{
-    ApplyOptions, NodeOutcome, StepRecord, abi_check_step, converge_node, converge_probed,
+    ApplyOptions, FirstProbe, NodeOutcome, StepRecord, abi_check_step, converge_node,
+    converge_probed,
 };
 pub use pinned::{Saved, check_lock, read_lock};
 pub use rollback::{RollbackOptions, RollbackOutcome, rollback_node};

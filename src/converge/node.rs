@@ -164,19 +164,43 @@ pub async fn converge_node(
 ) -> Result<NodeOutcome, ConvergeError> {
     let started = Instant::now();
     let facts = super::facts(transport, prepared).await?;
-    converge_probed(transport, prepared, facts, started, options, reporter).await
+    let probed = FirstProbe {
+        facts,
+        started,
+        read: Instant::now(),
+    };
+    converge_probed(transport, prepared, probed, options, reporter).await
 }
 
-/// [`converge_node`] once the node's facts are known (a fleet probes a node, then converges it),
-/// `started` when its probe began.
+/// How long a probe's facts stand for the first step's re-check, when no other apply
+/// changed the node meanwhile: past this (a fleet's node waiting for its batch or a
+/// slot, a slow resolution), the node is probed again once it is locked.
+const PROBE_FRESH: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// A node's first probe: its facts, when the node's run started (before it connected)
+/// and when the facts were read.
+pub struct FirstProbe {
+    /// What the probe read.
+    pub facts: crate::facts::NodeFacts,
+    /// When the node's run started.
+    pub started: Instant,
+    /// When the probe answered.
+    pub read: Instant,
+}
+
+/// [`converge_node`] once the node's facts are known (a fleet probes a node, then converges it).
 pub async fn converge_probed(
     transport: &Transport,
     prepared: &Prepared,
-    facts: crate::facts::NodeFacts,
-    started: Instant,
+    probed: FirstProbe,
     options: &ApplyOptions<'_>,
     reporter: &dyn Reporter,
 ) -> Result<NodeOutcome, ConvergeError> {
+    let FirstProbe {
+        facts,
+        started,
+        read,
+    } = probed;
     let node = transport.name().to_string();
     let lock: Lock = match options.saved {
         Some(saved) => {
@@ -236,10 +260,11 @@ pub async fn converge_probed(
     let node_lock = NodeLock::acquire(transport, &options.holder, options.break_lock).await?;
     let drain = options.drain.filter(|_| !plan.is_converged());
     // The probe still holds for the first step when nothing came between: no prompt,
-    // no drain, and no other apply changed the node before this one took the lock (each
-    // change is journaled, so the journal ends as the probe read it).
+    // no drain, no wait, and no other apply changed the node before this one took the
+    // lock (each change is journaled, so the journal ends as the probe read it).
     let first_current = options.confirm.is_none()
         && drain.is_none()
+        && read.elapsed() <= PROBE_FRESH
         && node_lock.journal_tail() == facts.journal_tail.as_deref();
     let run = Run {
         transport,

@@ -517,6 +517,7 @@ async fn run_node(
         Probed::Ended(node) => return (*node, false),
         Probed::Ready { transport, facts } => (transport, facts),
     };
+    let read = Instant::now();
     let opened = shared.batches.turn(index).await;
     let _slot = shared.slots.acquire().await.ok();
     // A closed gate always has its reason; an open one may have passed `--max-fail`
@@ -542,8 +543,12 @@ async fn run_node(
         drain: drain.as_deref(),
         ..options.apply.clone()
     };
-    let result =
-        converge::converge_probed(&transport, &prepared, *facts, started, &apply, &reporter).await;
+    let probed = converge::FirstProbe {
+        facts: *facts,
+        started,
+        read,
+    };
+    let result = converge::converge_probed(&transport, &prepared, probed, &apply, &reporter).await;
     let node = match result {
         Ok(outcome) => from_outcome(outcome),
         Err(error) => {
