@@ -54,6 +54,17 @@ pub enum ExecError {
         /// Which line and what is wrong.
         source: crate::managed_block::MalformedBlock,
     },
+    /// The probe ran past its bound and the node stopped it (`timeout`, exit 124): a
+    /// command it starts never returned (a GPU fallen off the bus, a hung mount).
+    #[error("Failed to probe `{host}`: no answer within {seconds} s; it stopped after: {tail}")]
+    ProbeTimedOut {
+        /// e.g. `node0`.
+        host: String,
+        /// The bound it ran past.
+        seconds: u64,
+        /// The end of what it printed: the sections it finished.
+        tail: String,
+    },
     /// The probe script itself failed (it is written never to fail).
     #[error("Failed to probe `{host}`: the probe exited with status {status:?}: {tail}")]
     ProbeFailed {

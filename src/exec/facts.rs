@@ -20,6 +20,17 @@ pub async fn gather_facts(
     let output = transport
         .run(&command, Some(PROBE_SCRIPT.as_bytes()))
         .await?;
+    // coreutils' `timeout` exits 124 when the bound ran out.
+    if output.status == Some(124) {
+        let bound = transport
+            .command_timeout()
+            .map_or(command.bound(), |cap| cap.min(command.bound()));
+        return Err(ExecError::ProbeTimedOut {
+            host: transport.name().to_string(),
+            seconds: bound.as_secs(),
+            tail: output.tail(10),
+        });
+    }
     if !output.success() {
         return Err(ExecError::ProbeFailed {
             host: transport.name().to_string(),

@@ -42,7 +42,10 @@ pub fn of_error(error: &(dyn std::error::Error + 'static)) -> (String, String) {
 pub fn of_probe_error(error: &ConvergeError) -> (String, String) {
     let (cause, chain) = of_error(error);
     match error {
-        ConvergeError::Exec(ExecError::Transport(TransportError::Timeout { seconds, .. })) => (
+        ConvergeError::Exec(
+            ExecError::Transport(TransportError::Timeout { seconds, .. })
+            | ExecError::ProbeTimedOut { seconds, .. },
+        ) => (
             format!(
                 "the probe got no answer within {seconds} s: a command on the node never returned (the log names it)"
             ),
@@ -199,6 +202,19 @@ mod tests {
             "{cause}"
         );
         assert!(detail.contains("sh -s -- --python"), "{detail}");
+        // Stopped on the node by its bound (`timeout`, exit 124): the same cause, and the
+        // detail shows where the probe stopped.
+        let error = ConvergeError::Exec(ExecError::ProbeTimedOut {
+            host: "node5".into(),
+            seconds: 60,
+            tail: "@@begin journal-tail@@\n@@end status=0@@".into(),
+        });
+        let (cause, detail) = of_probe_error(&error);
+        assert!(
+            cause.starts_with("the probe got no answer within 60 s"),
+            "{cause}"
+        );
+        assert!(detail.contains("journal-tail"), "{detail}");
     }
 
     #[test]

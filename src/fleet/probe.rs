@@ -53,7 +53,9 @@ pub(super) async fn probe(
         },
         Err(error) => {
             let result = match &error {
-                ConvergeError::Exec(ExecError::Transport(_)) => NodeResult::Unreachable,
+                ConvergeError::Exec(ExecError::Transport(_) | ExecError::ProbeTimedOut { .. }) => {
+                    NodeResult::Unreachable
+                }
                 other => result_of(other),
             };
             let mut node = ended(host, result, &error, started);
