@@ -29,7 +29,8 @@ pub async fn held(
 }
 
 /// The verified copy of the file `name` of digest `sha256` in the controller's cache
-/// `cache_dir`, downloaded once from the URL `url` gives (asked for only then).
+/// `cache_dir`, downloaded once from the URL `url` gives (asked for only then, and by
+/// one node at a time: the others find the file in the cache).
 pub async fn local_copy<F, Fut>(
     name: &str,
     sha256: &Sha256,
@@ -40,6 +41,8 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = Result<url::Url, ExecError>>,
 {
+    let flight = download::lookup_flight(name, sha256, cache_dir);
+    let _flight = flight.lock().await;
     match download::cached(name, sha256, cache_dir).await {
         Some(local) => Ok(local),
         None => {

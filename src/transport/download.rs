@@ -82,6 +82,19 @@ pub fn in_flight(path: &Path) -> std::sync::Arc<tokio::sync::Mutex<()>> {
     std::sync::Arc::clone(flights.entry(path.to_path_buf()).or_default())
 }
 
+/// The lock of one file's whole lookup in this process (where to download it from, then
+/// the download): the nodes of a fleet that lack the same file wait for one lookup and
+/// find the file in the cache, instead of each reading the index page again.
+pub fn lookup_flight(
+    name: &str,
+    sha256: &Digest256,
+    cache_dir: &Path,
+) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    let mut key = cache_path(name, sha256, cache_dir).into_os_string();
+    key.push(".lookup");
+    in_flight(Path::new(&key))
+}
+
 /// Hash a file, e.g. to check a cached copy.
 pub async fn sha256_of(path: &Path) -> std::io::Result<String> {
     use tokio::io::AsyncReadExt;
