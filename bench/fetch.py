@@ -226,18 +226,6 @@ def report(entries, arguments, info, upgrade_version):
     return "\n".join(lines)
 
 
-def write_section(path, section):
-    path = Path(path)
-    text = path.read_text()
-    start = text.find("## Fetch once\n")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
-
-
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", default="1,4,8,16",
@@ -273,7 +261,7 @@ def main(argv):
             entries.append(one(size, mode, work, upgrade, uv))
     print(json.dumps(entries, indent=1))
     if not arguments.no_write:
-        write_section(arguments.results, report(entries, arguments, info, upgrade_version))
+        fleet.write_section(arguments.results, report(entries, arguments, info, upgrade_version))
 
 
 if __name__ == "__main__":

@@ -510,14 +510,17 @@ def report(summary, arguments, info, ansible_version, upgrade_version, use_inven
 
 
 def write_section(path, section):
+    """Put `section` (its first line is its `## ` heading) in place of the section of that
+    heading in the results file at `path`, or at its end; the rest of the file is kept."""
     path = Path(path)
     text = path.read_text() if path.exists() else "# Benchmark results\n\n"
-    match = re.search(r"^## Fleet\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
+    heading = section.splitlines()[0]
+    match = re.search(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", text, flags=re.S | re.M)
     if match:
-        text = text[:match.start()] + section + "\n" + text[match.end():]
+        text = text[:match.start()] + section.rstrip("\n") + "\n\n" + text[match.end():]
     else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+        text = text.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+    path.write_text(text.rstrip("\n") + "\n")
 
 
 def main_bench(arguments):

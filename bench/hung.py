@@ -117,18 +117,6 @@ def report(entries, arguments, info, upgrade_version):
     return "\n".join(lines) + "\n"
 
 
-def write_section(path, section):
-    path = Path(path)
-    text = path.read_text()
-    start = text.find("## One node hung\n")
-    if start >= 0:
-        end = text.find("\n## ", start + 1)
-        text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    path.write_text(text)
-
-
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=8)
@@ -159,7 +147,7 @@ def main(argv):
                                arguments.fetch, index))
     print(json.dumps(entries, indent=1))
     if not arguments.no_write:
-        write_section(arguments.results, report(entries, arguments, info, upgrade_version))
+        fleet.write_section(arguments.results, report(entries, arguments, info, upgrade_version))
 
 
 if __name__ == "__main__":

@@ -463,76 +463,85 @@ async fn verify_probing(
             Verification::PackagesMatch {
                 python,
                 installer,
-                expected,
-                absent,
                 pip_check,
-            },
-            Some(recheck),
-        ) if recheck.python.as_deref() == Some(python.as_path()) => {
-            let facts = gather_facts(transport, &widened(recheck, &[], &[])).await?;
-            if facts.python.is_none() {
-                return Ok((verify(transport, verification, secrets).await?, None));
+                ..
             }
-            let found = facts
-                .packages
-                .iter()
-                .filter_map(|package| {
-                    Some((
-                        normalize(package.name.as_ref()),
-                        package.version.as_ref()?.to_string(),
-                    ))
-                })
-                .collect();
-            let problems = package_problems(&found, expected, absent);
-            if !problems.is_empty() {
-                let failure = StepFailure {
-                    operation: format!("the packages of `{}`", python.display()),
-                    status: None,
-                    detail: problems.join("\n"),
-                };
-                return Ok((Some(failure), Some(facts)));
-            }
-            let python = python.display().to_string();
-            let checked = match pip_check {
-                true => check_on(transport, installer, &python, secrets).await?,
-                false => None,
-            };
-            Ok((checked, Some(facts)))
-        }
-        (
-            Verification::SourceInstalled {
+            | Verification::SourceInstalled {
                 python,
-                package,
                 installer,
                 pip_check,
+                ..
             },
             Some(recheck),
         ) if recheck.python.as_deref() == Some(python.as_path()) => {
             let facts = gather_facts(transport, &widened(recheck, &[], &[])).await?;
-            let recorded = facts
-                .install_records
-                .iter()
-                .any(|record| record.package == *package && !record.commit.is_empty());
-            if !recorded {
-                let failure = StepFailure {
-                    operation: format!(
-                        "the install record {}/{package}.json",
-                        crate::steps::source::RECORD_DIR
-                    ),
-                    status: None,
-                    detail: format!("no record names the commit `{package}` was installed from"),
-                };
-                return Ok((Some(failure), Some(facts)));
+            let problem = match verification {
+                Verification::PackagesMatch {
+                    expected, absent, ..
+                } => {
+                    if facts.python.is_none() {
+                        return Ok((verify(transport, verification, secrets).await?, None));
+                    }
+                    packages_differ(&facts, python, expected, absent)
+                }
+                Verification::SourceInstalled { package, .. } => unrecorded(&facts, package),
+                _ => None,
+            };
+            if problem.is_some() {
+                return Ok((problem, Some(facts)));
             }
-            let python = python.display().to_string();
             let checked = match pip_check {
-                true => check_on(transport, installer, &python, secrets).await?,
+                true => {
+                    check_on(transport, installer, &python.display().to_string(), secrets).await?
+                }
                 false => None,
             };
             Ok((checked, Some(facts)))
         }
         _ => Ok((verify(transport, verification, secrets).await?, None)),
     }
+}
+
+/// What differs between the packages the probe of `python` read and the lock's.
+fn packages_differ(
+    facts: &NodeFacts,
+    python: &std::path::Path,
+    expected: &[(String, String)],
+    absent: &[String],
+) -> Option<StepFailure> {
+    let found = facts
+        .packages
+        .iter()
+        .filter_map(|package| {
+            Some((
+                normalize(package.name.as_ref()),
+                package.version.as_ref()?.to_string(),
+            ))
+        })
+        .collect();
+    let problems = package_problems(&found, expected, absent);
+    (!problems.is_empty()).then(|| StepFailure {
+        operation: format!("the packages of `{}`", python.display()),
+        status: None,
+        detail: problems.join("\n"),
+    })
+}
+
+/// What is wrong when no install record the probe read names the commit `package` was
+/// installed from.
+fn unrecorded(facts: &NodeFacts, package: &str) -> Option<StepFailure> {
+    let recorded = facts
+        .install_records
+        .iter()
+        .any(|record| record.package == package && !record.commit.is_empty());
+    (!recorded).then(|| StepFailure {
+        operation: format!(
+            "the install record {}/{package}.json",
+            crate::steps::source::RECORD_DIR
+        ),
+        status: None,
+        detail: format!("no record names the commit `{package}` was installed from"),
+    })
 }
 
 /// `recheck` with `libraries` and `paths` added (each once), between steps.
