@@ -383,11 +383,14 @@ finish() {
         rest=${line#* }
         got_owner=${rest% *}
         got_mode=${rest#* }
+        # A `chown` clears set-user-ID and set-group-ID bits: the mode is set again after one.
+        owned=
         if [ -n "$want_size" ] && [ "$got_size" != "$want_size" ]; then
             eval "problem_$i=short"
-        elif [ "$got_owner" != "$want_owner" ] && ! chown -- "$want_owner" "$temporary"; then
+        elif [ "$got_owner" != "$want_owner" ] && ! { chown -- "$want_owner" "$temporary" && owned=1; }; then
             eval "problem_$i=owner"
-        elif [ $((0$got_mode)) -ne $((0$want_mode)) ] && ! chmod -- "$want_mode" "$temporary"; then
+        elif { [ -n "$owned" ] || [ $((0$got_mode)) -ne $((0$want_mode)) ]; } &&
+            ! chmod -- "$want_mode" "$temporary"; then
             eval "problem_$i=mode"
         fi
         if [ "$got_size" -ge 4194304 ] && sum=$(sha256_of "$temporary" "$got_size"); then
@@ -846,6 +849,24 @@ mod tests {
             assert_eq!(std::fs::read(&name).unwrap(), bytes, "{name:?}");
             let found = std::fs::metadata(&name).unwrap().permissions().mode() & 0o7777;
             assert_eq!(found, mode, "{name:?}");
+        }
+        // As root: a secret over another user's set-user-ID file keeps its owner and mode
+        // (the `chown` that gives it back its owner clears the bit; the mode is set again).
+        let probe = dir.path().join("owner");
+        std::fs::write(&probe, "").unwrap();
+        if std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&probe).unwrap()) == 0 {
+            let held = private.join("held");
+            std::fs::write(&held, "old").unwrap();
+            std::os::unix::fs::chown(&held, Some(65534), Some(65534)).unwrap();
+            std::fs::set_permissions(&held, std::fs::Permissions::from_mode(0o4750)).unwrap();
+            let mut args = spec(file(&private, "held"), "600", "1", "3");
+            args[2] = "1".into();
+            let output = run(vec![args], b"new");
+            assert!(output.status.success(), "{output:?}");
+            let meta = std::fs::metadata(&held).unwrap();
+            assert_eq!(std::fs::read(&held).unwrap(), b"new");
+            assert_eq!(meta.permissions().mode() & 0o7777, 0o4700);
+            assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 65534);
         }
         let output = run(
             vec![
