@@ -207,10 +207,7 @@ async fn run_operation(
                 if output.status == Some(124) {
                     failed.detail = format!(
                         "ran past its bound of {} s and was stopped with its process group\n{}",
-                        transport
-                            .command_timeout()
-                            .map_or(command.bound(), |cap| cap.min(command.bound()))
-                            .as_secs(),
+                        transport.bound_of(command).as_secs(),
                         failed.detail
                     );
                 }

@@ -22,12 +22,9 @@ pub async fn gather_facts(
         .await?;
     // coreutils' `timeout` exits 124 when the bound ran out.
     if output.status == Some(124) {
-        let bound = transport
-            .command_timeout()
-            .map_or(command.bound(), |cap| cap.min(command.bound()));
         return Err(ExecError::ProbeTimedOut {
             host: transport.name().to_string(),
-            seconds: bound.as_secs(),
+            seconds: transport.bound_of(&command).as_secs(),
             tail: output.tail(10),
         });
     }

@@ -362,6 +362,12 @@ impl NodeFacts {
             })
             .collect();
 
+        // The journal's last line (`None`: no journal): the run it leaves open, and what
+        // an apply compares with the journal's end once it holds the node's lock.
+        let journal_tail = sections
+            .succeeded("journal-tail")
+            .map(|section| section.stdout.trim_end_matches('\n').to_string())
+            .filter(|line| !line.is_empty());
         Ok(Self {
             schema: FACTS_SCHEMA,
             probe,
@@ -390,13 +396,8 @@ impl NodeFacts {
                         .collect()
                 })
                 .unwrap_or_default(),
-            open_journal_run: sections
-                .succeeded("journal-tail")
-                .and_then(|section| open_journal_run(&section.stdout)),
-            journal_tail: sections
-                .succeeded("journal-tail")
-                .map(|section| section.stdout.trim_end_matches('\n').to_string())
-                .filter(|line| !line.is_empty()),
+            open_journal_run: journal_tail.as_deref().and_then(open_journal_run),
+            journal_tail,
             sections: outcomes,
         })
     }

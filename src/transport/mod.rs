@@ -217,6 +217,12 @@ impl Transport {
         }
     }
 
+    /// How long `command` may run here: its own bound, or `--command-timeout` when shorter.
+    pub fn bound_of(&self, command: &NodeCommand) -> Duration {
+        self.command_timeout()
+            .map_or(command.bound(), |cap| cap.min(command.bound()))
+    }
+
     /// How many commands this transport has run (one round trip each).
     pub fn round_trips(&self) -> u64 {
         self.counter().load(Ordering::Relaxed)
