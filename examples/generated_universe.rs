@@ -111,7 +111,12 @@ fn main() -> Result<(), Failure> {
         let outcome = cuda_upgrade::resolve::resolve(&request, &universe, &environment, &rules);
         let seconds = started.elapsed().as_secs_f64();
         let resolved = match &outcome {
-            Ok(lock) => lock.package("p0").map(|locked| locked.version.as_str()) == Some("1"),
+            Ok(lock) => {
+                lock.package("p0")
+                    .map(|locked| locked.version.to_string())
+                    .as_deref()
+                    == Some("1")
+            }
             Err(_) => false,
         };
         println!(

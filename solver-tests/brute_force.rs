@@ -200,7 +200,7 @@ proptest! {
                         lock.package(name).map(|package| {
                             VERSIONS
                                 .iter()
-                                .position(|version| version.to_string() == package.version)
+                                .position(|version| version.to_string() == package.version.to_string())
                                 .unwrap()
                         })
                     })

@@ -98,14 +98,20 @@ fn seed_incidents() {
         match (outcome, &scenario.expect) {
             (Ok(lock), Expect::Resolvable) => {
                 for (package, version) in &scenario.packages {
-                    let found = lock.package(package).map(|locked| locked.version.as_str());
-                    assert_eq!(found, Some(version.as_str()), "{name}: {package}");
+                    let found = lock
+                        .package(package)
+                        .map(|locked| locked.version.to_string());
+                    assert_eq!(
+                        found.as_deref(),
+                        Some(version.as_str()),
+                        "{name}: {package}"
+                    );
                 }
                 for fragment in &scenario.absent {
                     let found: Vec<&str> = lock
                         .packages
                         .iter()
-                        .map(|locked| locked.name.as_str())
+                        .map(|locked| locked.name.as_ref())
                         .filter(|locked| locked.contains(fragment.as_str()))
                         .collect();
                     assert!(found.is_empty(), "{name}: unexpected {found:?}");

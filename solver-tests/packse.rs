@@ -334,7 +334,9 @@ fn check(scenario: &Scenario, rules: &RuleSet) -> Option<String> {
                 .iter()
                 .filter_map(|(name, version)| {
                     let name = PackageName::from_str(name).unwrap().to_string();
-                    let found = lock.package(&name).map(|package| package.version.clone());
+                    let found = lock
+                        .package(&name)
+                        .map(|package| package.version.to_string());
                     let wanted = Version::from_str(version).unwrap().to_string();
                     (found.as_deref() != Some(wanted.as_str())).then(|| {
                         format!(
@@ -350,9 +352,11 @@ fn check(scenario: &Scenario, rules: &RuleSet) -> Option<String> {
                 lock.packages
                     .iter()
                     .filter(|package| {
-                        !scenario.expected.packages.keys().any(|name| {
-                            PackageName::from_str(name).unwrap().to_string() == package.name
-                        })
+                        !scenario
+                            .expected
+                            .packages
+                            .keys()
+                            .any(|name| PackageName::from_str(name).unwrap() == package.name)
                     })
                     .map(|package| format!("{} {} not expected", package.name, package.version))
                     .collect()

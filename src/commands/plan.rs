@@ -105,7 +105,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         let saved = SavedPlan {
             schema: PLAN_SCHEMA,
             manifest_path: prepared.path.clone(),
-            manifest_sha256: prepared.sha256.clone(),
+            manifest_sha256: prepared.sha256.to_string(),
             node: node_name.clone(),
             facts_digest: facts.digest()?.to_string(),
             lock,

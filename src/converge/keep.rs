@@ -75,14 +75,14 @@ pub struct Kept {
 /// and are left out.
 pub fn replaced(before: &[u8], lock: &Lock, keep_unlocked: bool) -> Vec<(PackageName, Version)> {
     // A package the lock builds from git replaces an index install of any version.
-    let locked: BTreeMap<String, Option<&str>> = lock
+    let locked: BTreeMap<String, Option<&Version>> = lock
         .packages
         .iter()
         .map(|package| {
             let from_index = matches!(package.source, LockedSource::Index { .. });
             (
                 package.name.to_string(),
-                from_index.then_some(package.version.as_str()),
+                from_index.then_some(&package.version),
             )
         })
         .collect();
@@ -92,10 +92,7 @@ pub fn replaced(before: &[u8], lock: &Lock, keep_unlocked: bool) -> Vec<(Package
             let (_, version) = line.split_once("==")?;
             let version: Version = version.trim_start_matches('=').parse().ok()?;
             let unchanged = match locked.get(&name) {
-                Some(locked) => {
-                    locked.and_then(|locked| locked.parse::<Version>().ok())
-                        == Some(version.clone())
-                }
+                Some(locked) => *locked == Some(&version),
                 None => keep_unlocked || TOOLING.contains(&name.as_str()),
             };
             let name = PackageName::new(name).ok()?;
@@ -275,8 +272,8 @@ mod tests {
 
     fn locked(name: &str, version: &str, source: LockedSource) -> LockedPackage {
         LockedPackage {
-            name: name.to_string(),
-            version: version.to_string(),
+            name: name.parse().unwrap(),
+            version: version.parse().unwrap(),
             extras: Vec::new(),
             source,
             also_on_explicit: Vec::new(),
@@ -285,8 +282,8 @@ mod tests {
 
     fn index() -> LockedSource {
         LockedSource::Index {
-            index: "default".to_string(),
-            file: "x.whl".to_string(),
+            index: crate::text::Line::new("default").unwrap(),
+            file: crate::index::filename::DistFileName::new("x-1.0-py3-none-any.whl").unwrap(),
             sha256: None,
         }
     }
@@ -315,8 +312,8 @@ mod tests {
     fn what_the_lock_replaces_or_removes_is_kept() {
         let before = b"pip==24.0\nnumpy==2.1.0\ntorch==2.9.1\nsglang==0.5.9\nextra==1.0\nlocal @ file:///opt/local\n";
         let git = LockedSource::Git {
-            url: "https://example.invalid/sglang".to_string(),
-            rev: "v0.5.9".to_string(),
+            url: crate::text::Line::new("https://example.invalid/sglang").unwrap(),
+            rev: crate::text::Line::new("v0.5.9").unwrap(),
             subdirectory: None,
         };
         let lock = lock(vec![

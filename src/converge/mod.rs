@@ -83,7 +83,7 @@ pub struct Prepared {
     /// Its path.
     pub path: PathBuf,
     /// Its sha256.
-    pub sha256: String,
+    pub sha256: crate::manifest::Sha256,
     /// Its variables with values.
     pub env: Vec<ResolvedVar>,
     /// The universe and rules it resolves against, read once for every node of a run
@@ -182,7 +182,7 @@ pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {
     let base = manifest::base_dir(path);
     let manifest = manifest::load_str(&text, &path.display().to_string(), Some(&base))?;
     Ok(Prepared {
-        sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes())),
+        sha256: crate::manifest::Sha256::of(text.as_bytes()),
         manifest,
         path: path.to_path_buf(),
         env: Vec::new(),

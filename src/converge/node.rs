@@ -334,7 +334,7 @@ impl Run<'_> {
                 .map_or(0, |elapsed| elapsed.as_secs()),
             event,
             manifest: self.prepared.manifest.name.clone(),
-            manifest_sha256: self.prepared.sha256.clone(),
+            manifest_sha256: self.prepared.sha256.to_string(),
             holder: format!("{} on {}", holder.user, holder.controller),
             step: None,
             written: Vec::new(),

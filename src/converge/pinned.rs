@@ -64,23 +64,7 @@ pub fn read_lock(path: &Path) -> Result<Lock, ConvergeError> {
         path: path.to_path_buf(),
         reason,
     };
-    let text = fs_err::read_to_string(path)
-        .map_err(|error| refused(format!("it cannot be read: {error}")))?;
-    if !text.trim_start().starts_with('{') {
-        return Err(refused(
-            "it is not a JSON lock (the text form is for people); write one with `upgrade lock MANIFEST --format json -o FILE`".to_string(),
-        ));
-    }
-    let lock: Lock = serde_json::from_str(&text)
-        .map_err(|error| refused(format!("it is not a lock this build reads: {error}")))?;
-    if lock.schema != crate::resolve::LOCK_SCHEMA {
-        return Err(refused(format!(
-            "lock schema {} is not {}, the one this build reads",
-            lock.schema,
-            crate::resolve::LOCK_SCHEMA
-        )));
-    }
-    Ok(lock)
+    Lock::read(path).map_err(|error| refused(crate::text::error_chain(&error.source)))
 }
 
 /// The command that writes a fresh lock of `prepared` to `path`.
@@ -124,6 +108,12 @@ pub fn check_lock(
         }
         Some(_) => {}
     }
+    if let Some(reason) = git_differs(&prepared.manifest, lock) {
+        return Err(refused(format!(
+            "{reason}, although it records the manifest's digest (a lock is read as input: it was edited by hand); refresh it: {}",
+            refresh_command(prepared, path)
+        )));
+    }
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
     let mismatches = lock.mismatches(&environment);
     if !mismatches.is_empty() {
@@ -133,4 +123,60 @@ pub fn check_lock(
         )));
     }
     Ok(())
+}
+
+/// How the lock's git sources differ from the manifest's, if they do: every package the
+/// manifest builds from git is locked to that very repository, revision and
+/// subdirectory (credentials masked), and the lock builds nothing else from git.
+fn git_differs(manifest: &crate::manifest::Manifest, lock: &Lock) -> Option<String> {
+    use crate::manifest::PackageOrigin;
+    use crate::resolve::LockedSource;
+    for package in &lock.packages {
+        let wanted = manifest
+            .packages
+            .iter()
+            .find_map(|wanted| match &wanted.origin {
+                PackageOrigin::Git(git) if wanted.name == package.name => Some(git),
+                _ => None,
+            });
+        match (&package.source, wanted) {
+            (
+                LockedSource::Git {
+                    url,
+                    rev,
+                    subdirectory,
+                },
+                Some(git),
+            ) => {
+                let same = *url == crate::manifest::redact_url(&git.url)
+                    && *rev == git.rev
+                    && subdirectory.as_ref().map(|line| line.as_str())
+                        == git.subdirectory.as_deref();
+                if !same {
+                    return Some(format!(
+                        "it builds `{}` from `{}` at `{}`, but the manifest names `{}` at `{}`",
+                        package.name,
+                        url,
+                        rev,
+                        crate::manifest::redact_url(&git.url),
+                        crate::text::text_value(&git.rev)
+                    ));
+                }
+            }
+            (LockedSource::Git { url, .. }, None) => {
+                return Some(format!(
+                    "it builds `{}` from git (`{url}`), which the manifest does not",
+                    package.name
+                ));
+            }
+            (LockedSource::Index { .. }, Some(_)) => {
+                return Some(format!(
+                    "it installs `{}` from an index, but the manifest builds it from git",
+                    package.name
+                ));
+            }
+            (LockedSource::Index { .. }, None) => {}
+        }
+    }
+    None
 }

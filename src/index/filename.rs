@@ -15,7 +15,7 @@ use pep508_rs::PackageName;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("Failed to parse distribution file name `{filename}`: {reason}")]
 pub struct FilenameError {
-    /// e.g. `torch.whl`.
+    /// e.g. `torch.whl`, escaped so it stays on its line.
     pub filename: String,
     /// e.g. `expected 5 or 6 dash-separated parts`.
     pub reason: String,
@@ -89,10 +89,43 @@ pub enum DistFilename {
     Sdist(SdistFilename),
 }
 
+/// The longest distribution file name taken: a file name on Linux is at most 255 bytes.
+const MAX_FILENAME_BYTES: usize = 255;
+
+/// Refuse a name that is not one path component of the characters the wheel and sdist
+/// specifications produce (ASCII letters, digits, `.`, `_`, `-`, `+` of a local version
+/// label, `!` of an epoch), so no `/`, `..`, line break or escape sequence reaches a
+/// path on a node, a lock or a terminal.
+fn check_characters(filename: &str) -> Result<(), FilenameError> {
+    if filename.len() > MAX_FILENAME_BYTES {
+        return Err(error(
+            filename,
+            format!("longer than {MAX_FILENAME_BYTES} bytes"),
+        ));
+    }
+    if filename.starts_with('.') || filename.starts_with('-') {
+        return Err(error(filename, "a file name starts with a letter or digit"));
+    }
+    match filename
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '!')))
+    {
+        None => Ok(()),
+        Some(c) => Err(error(
+            filename,
+            format!(
+                "character `{}` is not one a distribution's file name holds",
+                crate::text::text_value(&c.to_string())
+            ),
+        )),
+    }
+}
+
 impl DistFilename {
     /// Parse any distribution file name, e.g. `sglang-0.5.9-py3-none-any.whl` or
     /// `sglang-0.5.9.tar.gz`.
     pub fn parse(filename: &str) -> Result<Self, FilenameError> {
+        check_characters(filename)?;
         if filename.ends_with(".whl") {
             WheelFilename::parse(filename).map(Self::Wheel)
         } else {
@@ -119,7 +152,7 @@ impl DistFilename {
 
 fn error(filename: &str, reason: impl Into<String>) -> FilenameError {
     FilenameError {
-        filename: filename.to_string(),
+        filename: crate::text::text_value(filename),
         reason: reason.into(),
     }
 }
@@ -201,6 +234,90 @@ impl SdistFilename {
     }
 }
 
+/// A distribution's file name checked where it enters (an index page, a lock, a
+/// snapshot): one path component that parses as a wheel or an sdist, e.g.
+/// `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
+pub struct DistFileName(String);
+
+impl DistFileName {
+    /// Check `filename`, e.g. `sglang-0.5.9-py3-none-any.whl`; `../x.whl` is refused.
+    pub fn new(filename: impl Into<String>) -> Result<Self, FilenameError> {
+        let filename = filename.into();
+        DistFilename::parse(&filename)?;
+        Ok(Self(filename))
+    }
+
+    /// The name, e.g. `sglang-0.5.9.tar.gz`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// What the name says: project, version and tags.
+    pub fn parsed(&self) -> Result<DistFilename, FilenameError> {
+        DistFilename::parse(&self.0)
+    }
+}
+
+impl TryFrom<String> for DistFileName {
+    type Error = FilenameError;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        Self::new(value)
+    }
+}
+
+impl From<DistFileName> for String {
+    fn from(value: DistFileName) -> Self {
+        value.0
+    }
+}
+
+impl std::ops::Deref for DistFileName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for DistFileName {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for DistFileName {
+    fn as_ref(&self) -> &std::path::Path {
+        std::path::Path::new(&self.0)
+    }
+}
+
+impl fmt::Display for DistFileName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for DistFileName {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for DistFileName {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for DistFileName {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +349,37 @@ mod tests {
         let sdist = SdistFilename::parse("flashinfer_python-0.6.4.tar.gz").unwrap();
         assert_eq!(sdist.name.to_string(), "flashinfer-python");
         assert_eq!(sdist.version.to_string(), "0.6.4");
+    }
+
+    /// See: issue 33. A name from an index page or a lock is one path component of
+    /// the characters the specifications produce.
+    #[test]
+    fn hostile_file_names_are_refused() {
+        for name in [
+            "../../etc/cron.d/x-1.0-py3-none-any.whl",
+            "a-1.0-py3-none-any/../x.whl",
+            "a-1.0-py3-none-any\n--extra-index-url=x.whl",
+            "a-1.0-py3-none-\u{1b}[2Jany.whl",
+            "a-1.0\u{2028}.tar.gz",
+            ".a-1.0.tar.gz",
+            "a-1.0 .tar.gz",
+            "",
+        ] {
+            let error = DistFileName::new(name).unwrap_err();
+            assert!(
+                !error.to_string().contains(['\n', '\u{1b}', '\u{2028}']),
+                "{error}"
+            );
+        }
+        let long = format!("{}-1.0.tar.gz", "a".repeat(250));
+        assert!(DistFileName::new(long).is_err());
+        for name in [
+            "torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+            "flashinfer_python-0.6.4.tar.gz",
+            "a-1!2.0-1-py3-none-any.whl",
+        ] {
+            assert_eq!(DistFileName::new(name).unwrap().as_str(), name);
+        }
+        assert!(serde_json::from_str::<DistFileName>("\"../a-1.0.tar.gz\"").is_err());
     }
 }

@@ -27,7 +27,7 @@ use super::redact::{has_credentials, redact_text, redact_url};
 use super::yaml::{self, Key, Node, NodeKind, Span};
 use crate::cuda::{CudaVersion, CudaWheelPolicy, DriverVersion, GpuArch};
 use crate::shell;
-use crate::text::is_bidi_control;
+use crate::text::{is_bidi_control, is_line_break, is_unsafe_in_line};
 
 mod consistency;
 mod env;
@@ -381,17 +381,21 @@ impl Checker {
 
     /// Refuse characters that cannot mean anything in a value and can hide or forge
     /// text: C0 and C1 controls (NUL, escape…) other than tab and line feed where
-    /// `multi_line`, and the bidirectional controls (e.g. U+202E) everywhere.
+    /// `multi_line`, every other line break a reader knows (U+2028, U+2029, U+0085: a
+    /// `.pth` file or a requirements file would start a new line there) and the
+    /// bidirectional controls (e.g. U+202E) everywhere.
     fn check_characters(&mut self, span: Span, what: &str, text: &str, multi_line: bool) -> bool {
         let bad = text.chars().enumerate().find(|(_, c)| {
             let allowed = multi_line && matches!(c, '\t' | '\n');
-            (c.is_control() && !allowed) || is_bidi_control(*c)
+            !allowed && is_unsafe_in_line(*c)
         });
         match bad {
             None => true,
             Some((position, c)) => {
                 let kind = if is_bidi_control(c) {
                     "bidirectional control character"
+                } else if is_line_break(c) {
+                    "line break"
                 } else {
                     "control character"
                 };

@@ -188,6 +188,23 @@ impl Sha256 {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The digest of `bytes`, e.g. of a manifest's text.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes)))
+    }
+}
+
+impl PartialEq<str> for Sha256 {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<String> for Sha256 {
+    fn eq(&self, other: &String) -> bool {
+        self.0 == *other
+    }
 }
 
 impl FromStr for Sha256 {
@@ -198,8 +215,9 @@ impl FromStr for Sha256 {
             Ok(Self(digits.to_ascii_lowercase()))
         } else {
             Err(format!(
-                "expected a sha256 digest of 64 hex digits, found `{value}` ({} characters)",
-                digits.len()
+                "expected a sha256 digest of 64 hex digits, found `{}` ({} characters)",
+                crate::text::text_value(value),
+                digits.chars().count()
             ))
         }
     }

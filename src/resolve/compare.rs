@@ -6,14 +6,12 @@
 //! resolved is itself a hazard.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
-
-use pep440_rs::Version;
 
 use super::error::ResolveError;
 use super::lock::{Lock, LockedPackage, LockedSource};
 use crate::manifest::{self, Change, DiffEntry, Manifest, Section};
 use crate::rules::RuleSet;
+use crate::text::Line;
 
 /// A side of the diff: the lock, or why there is none.
 pub type Outcome = Result<Lock, ResolveError>;
@@ -111,7 +109,7 @@ fn closure_changes(old: &Lock, new: &Lock, entries: &mut Vec<DiffEntry>) {
     let by_name = |lock: &Lock| -> BTreeMap<String, LockedPackage> {
         lock.packages
             .iter()
-            .map(|package| (package.name.clone(), package.clone()))
+            .map(|package| (package.name.to_string(), package.clone()))
             .collect()
     };
     let (old_packages, new_packages) = (by_name(old), by_name(new));
@@ -123,13 +121,7 @@ fn closure_changes(old: &Lock, new: &Lock, entries: &mut Vec<DiffEntry>) {
             (Some(before), Some(after))
                 if before.version != after.version || before.source != after.source =>
             {
-                let direction = match (
-                    Version::from_str(&before.version),
-                    Version::from_str(&after.version),
-                ) {
-                    (Ok(before), Ok(after)) => manifest::direction(&before, &after),
-                    _ => None,
-                };
+                let direction = manifest::direction(&before.version, &after.version);
                 Change::Changed {
                     old: describe(before),
                     new: describe(after),
@@ -210,19 +202,20 @@ fn explicit_index_hazards(old: &Lock, new: &Lock, entries: &mut Vec<DiffEntry>) 
         if package.also_on_explicit.is_empty() {
             continue;
         }
-        let before = old.package(&package.name);
+        let before = old.package(package.name.as_ref());
         if before.is_some_and(|before| before.also_on_explicit == package.also_on_explicit) {
             continue;
         }
         let index = match &package.source {
-            LockedSource::Index { index, .. } => index.clone(),
+            LockedSource::Index { index, .. } => index.to_string(),
             LockedSource::Git { .. } => "git".to_string(),
         };
+        let holders: Vec<&str> = package.also_on_explicit.iter().map(Line::as_str).collect();
         entries.push(hazard(
-            &package.name,
+            package.name.as_ref(),
             format!(
                 "comes from `{index}` although explicit index `{}` also serves it",
-                package.also_on_explicit.join("`, `")
+                holders.join("`, `")
             ),
             vec![format!(
                 "pin it with `index: {}` if that build is the one wanted; otherwise the first open index wins, which is how a default build gets swapped in",

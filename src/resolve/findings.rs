@@ -56,8 +56,8 @@ pub(super) fn examine(
 fn finding(kind: FindingKind, package: Option<&str>, message: String) -> LockFinding {
     LockFinding {
         kind,
-        package: package.map(str::to_string),
-        message,
+        package: package.and_then(|name| pep508_rs::PackageName::from_str(name).ok()),
+        message: crate::text::Line::escaping(&message),
     }
 }
 

@@ -25,9 +25,16 @@
 //! }
 //! ```
 
-use serde::{Deserialize, Serialize};
+use std::path::{Component, Path};
+
+use pep440_rs::Version;
+use pep508_rs::{ExtraName, PackageName};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::environment::FactsFile;
+use crate::index::filename::DistFileName;
+use crate::manifest::Sha256;
+use crate::text::Line;
 
 /// The only lock schema this build writes.
 pub const LOCK_SCHEMA: u32 = 1;
@@ -38,12 +45,12 @@ pub struct Lock {
     /// Always [`LOCK_SCHEMA`].
     pub schema: u32,
     /// The manifest's name, e.g. `sglang-0.5.9-cuda13`.
-    pub manifest: String,
+    pub manifest: Line,
     /// The sha256 of the manifest file it was resolved from: `plan --lock` and
     /// `apply --lock` refuse the lock for any other manifest (or an edited one). Locks
     /// written before it was recorded have none and are refused there too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manifest_sha256: Option<String>,
+    pub manifest_sha256: Option<Sha256>,
     /// The node values the resolution assumed (the virtual packages' versions).
     pub assumed: FactsFile,
     /// Every package of the closure, by name.
@@ -64,9 +71,9 @@ pub struct LockFinding {
     pub kind: FindingKind,
     /// The package it is about, e.g. `torch`; none for the whole environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub package: Option<String>,
+    pub package: Option<PackageName>,
     /// One sentence, e.g. ``several CUDA majors in one environment: …``.
-    pub message: String,
+    pub message: Line,
 }
 
 /// How much a finding matters.
@@ -96,25 +103,25 @@ impl std::fmt::Display for FindingKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LockedPackage {
     /// Normalized name, e.g. `torch`.
-    pub name: String,
+    pub name: PackageName,
     /// Exact version, e.g. `2.9.1+cu130`.
-    pub version: String,
+    pub version: Version,
     /// Extras the closure uses, e.g. `[srt]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extras: Vec<String>,
+    pub extras: Vec<ExtraName>,
     /// Where it comes from.
     #[serde(flatten)]
     pub source: LockedSource,
     /// Explicit indexes that also serve this package although it came from another
     /// index, e.g. `[pytorch-cu130]` for a `triton` from `default` (a review hazard).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub also_on_explicit: Vec<String>,
+    pub also_on_explicit: Vec<Line>,
 }
 
 impl LockedPackage {
     /// The index, file and sha256 of a package that comes from an index; `None` for a
     /// git checkout.
-    pub fn index_file(&self) -> Option<(&String, &String, &Option<String>)> {
+    pub fn index_file(&self) -> Option<(&Line, &DistFileName, &Option<Sha256>)> {
         match &self.source {
             LockedSource::Index {
                 index,
@@ -130,7 +137,8 @@ impl LockedPackage {
         if self.extras.is_empty() {
             String::new()
         } else {
-            format!("[{}]", self.extras.join(","))
+            let extras: Vec<&str> = self.extras.iter().map(ExtraName::as_ref).collect();
+            format!("[{}]", extras.join(","))
         }
     }
 }
@@ -142,22 +150,29 @@ pub enum LockedSource {
     /// A file from a named index.
     Index {
         /// e.g. `pytorch-cu130`.
-        index: String,
+        index: Line,
         /// e.g. `torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
-        file: String,
+        file: DistFileName,
         /// The file's sha256, when recorded.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        sha256: Option<String>,
+        sha256: Option<Sha256>,
     },
-    /// A git checkout built on the node.
+    /// A git checkout built on the node. A lock read from a file must name the very
+    /// source its manifest names (`plan --lock`, `apply --lock` check it).
     Git {
         /// e.g. `https://github.com/sgl-project/sglang`.
-        url: String,
+        #[serde(deserialize_with = "not_an_option")]
+        url: Line,
         /// e.g. `v0.5.9`.
-        rev: String,
+        #[serde(deserialize_with = "not_an_option")]
+        rev: Line,
         /// e.g. `python`.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        subdirectory: Option<String>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "inside_the_repository"
+        )]
+        subdirectory: Option<Line>,
     },
 }
 
@@ -166,9 +181,10 @@ impl LockedSource {
     /// `git URL@REV` with ` (SUBDIRECTORY)`.
     pub fn artifact(&self) -> String {
         match self {
-            LockedSource::Index { file, sha256, .. } => {
-                format!("{file} sha256:{}", sha256.as_deref().unwrap_or("unknown"))
-            }
+            LockedSource::Index { file, sha256, .. } => format!(
+                "{file} sha256:{}",
+                sha256.as_ref().map_or("unknown", Sha256::as_str)
+            ),
             LockedSource::Git {
                 url,
                 rev,
@@ -187,7 +203,39 @@ impl LockedSource {
 impl Lock {
     /// The locked package of this name.
     pub fn package(&self, name: &str) -> Option<&LockedPackage> {
-        self.packages.iter().find(|package| package.name == name)
+        self.packages
+            .iter()
+            .find(|package| package.name.as_ref() == name)
+    }
+
+    /// Read a lock from its JSON text (what `upgrade lock --format json` writes), each
+    /// value through the checks its type makes (names, versions, one-component file
+    /// names, 64-hex digests, one-line text), e.g. a version holding a line break is
+    /// refused at its line and column.
+    pub fn from_json(text: &str) -> Result<Self, LockReadError> {
+        if !text.trim_start().starts_with('{') {
+            return Err(LockReadError::NotJson);
+        }
+        let lock: Lock = serde_json::from_str(text).map_err(|error| LockReadError::Value {
+            line: error.line(),
+            column: error.column(),
+            error,
+        })?;
+        if lock.schema != LOCK_SCHEMA {
+            return Err(LockReadError::Schema(lock.schema));
+        }
+        Ok(lock)
+    }
+
+    /// Read the lock in `path`; see [`Lock::from_json`].
+    pub fn read(path: &Path) -> Result<Self, LockFileError> {
+        let located = |source| LockFileError {
+            path: path.to_path_buf(),
+            source,
+        };
+        let text =
+            fs_err::read_to_string(path).map_err(|error| located(LockReadError::Io(error)))?;
+        Self::from_json(&text).map_err(located)
     }
 
     /// Plain text: one line per package, then the assumed node values.
@@ -238,4 +286,75 @@ impl Lock {
         }
         out
     }
+}
+
+/// Failed to read a lock file, e.g. `Failed to read the lock `app.lock.json``.
+#[derive(Debug, thiserror::Error)]
+#[error("Failed to read the lock `{}`", .path.display())]
+pub struct LockFileError {
+    /// e.g. `app.lock.json`.
+    pub path: std::path::PathBuf,
+    /// Why.
+    #[source]
+    pub source: LockReadError,
+}
+
+/// Why a lock's text is not a lock this build reads.
+#[derive(Debug, thiserror::Error)]
+pub enum LockReadError {
+    /// The file could not be read.
+    #[error("it cannot be read")]
+    Io(#[source] std::io::Error),
+    /// Not JSON at all, e.g. the text form.
+    #[error(
+        "it is not a JSON lock (the text form is for people); write one with `upgrade lock MANIFEST --format json -o FILE`"
+    )]
+    NotJson,
+    /// A value is missing, of the wrong kind, or refused by its type's checks.
+    #[error("{}", crate::text::text_value(&.error.to_string()))]
+    Value {
+        /// From 1.
+        line: usize,
+        /// From 1.
+        column: usize,
+        /// What serde said, e.g. `invalid version`: shown only escaped, never as a
+        /// cause of its own.
+        error: serde_json::Error,
+    },
+    /// Another schema.
+    #[error("lock schema {0} is not {LOCK_SCHEMA}, the one this build reads")]
+    Schema(u32),
+}
+
+/// A one-line value a program must never read as an option: no leading `-`, e.g. a
+/// git URL or revision.
+fn not_an_option<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Line, D::Error> {
+    let line = Line::deserialize(deserializer)?;
+    if line.is_empty() || line.starts_with('-') {
+        return Err(serde::de::Error::custom(format!(
+            "`{line}` is empty or starts with `-`, which a program would read as an option"
+        )));
+    }
+    Ok(line)
+}
+
+/// A path inside a repository: relative, without `..`, e.g. `python`.
+fn inside_the_repository<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Line>, D::Error> {
+    let Some(line) = Option::<Line>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let path = Path::new(line.as_str());
+    if line.is_empty()
+        || path.is_absolute()
+        || path
+            .components()
+            .any(|component| matches!(component, Component::ParentDir))
+    {
+        return Err(serde::de::Error::custom(format!(
+            "`{line}` is not a path inside the repository (relative, without `..`)"
+        )));
+    }
+    Ok(Some(line))
 }

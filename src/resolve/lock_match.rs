@@ -68,8 +68,8 @@ impl Lock {
         if self.manifest_sha256 != now.manifest_sha256 {
             out.push(LockDifference {
                 what: "manifest sha256".to_string(),
-                locked: self.manifest_sha256.clone(),
-                now: now.manifest_sha256.clone(),
+                locked: self.manifest_sha256.as_ref().map(ToString::to_string),
+                now: now.manifest_sha256.as_ref().map(ToString::to_string),
             });
         }
         let (locked, fresh) = (
@@ -96,12 +96,12 @@ impl Lock {
         let locked: BTreeMap<&str, String> = self
             .packages
             .iter()
-            .map(|package| (package.name.as_str(), pin(package)))
+            .map(|package| (package.name.as_ref(), pin(package)))
             .collect();
         let fresh: BTreeMap<&str, String> = now
             .packages
             .iter()
-            .map(|package| (package.name.as_str(), pin(package)))
+            .map(|package| (package.name.as_ref(), pin(package)))
             .collect();
         let names: std::collections::BTreeSet<&str> =
             locked.keys().chain(fresh.keys()).copied().collect();
@@ -206,8 +206,8 @@ mod tests {
     fn lock(assumed: &str) -> Lock {
         Lock {
             schema: 1,
-            manifest: "m".to_string(),
-            manifest_sha256: Some("aa".to_string()),
+            manifest: crate::text::Line::new("m").unwrap(),
+            manifest_sha256: Some("a".repeat(64).parse().unwrap()),
             assumed: serde_json::from_str(assumed).unwrap(),
             packages: Vec::new(),
             findings: Vec::new(),

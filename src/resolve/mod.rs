@@ -32,6 +32,7 @@ mod request;
 mod unusable;
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
 pub use cause::{Cause, RuleCause, Unavailable, VersionRange};
 pub use compare::{Outcome, resolution_entries};
@@ -53,7 +54,9 @@ use pep440_rs::Version;
 use pubgrub::PubGrubError;
 
 use crate::index::Universe;
+use crate::index::filename::DistFileName;
 use crate::rules::RuleSet;
+use crate::text::Line;
 use provider::{Halt, Provider};
 
 /// Resolve `request` against `universe` for the node `environment`, applying `rules`.
@@ -302,15 +305,24 @@ fn lock_from(
         report,
     })?;
     let mut packages = Vec::new();
+    let unwritable = |what: &str, error: &dyn std::fmt::Display| ResolveError::Solver {
+        message: format!("{what} cannot be written into a lock: {error}"),
+    };
+    let line = |text: String| Line::new(text).map_err(|error| unwritable("a value", &error));
     for (key, (name, version)) in chosen {
-        let mut package_extras = extras.remove(&key).unwrap_or_default();
+        let mut package_extras: Vec<pep508_rs::ExtraName> = extras
+            .remove(&key)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|extra| pep508_rs::ExtraName::from_str(extra).ok())
+            .collect();
         package_extras.sort();
         let source = match provider.git_source(&name) {
             // The lock is shown and saved: never the URL's credentials.
             Some(git) => LockedSource::Git {
-                url: crate::manifest::redact_url(&git.url),
-                rev: git.rev.clone(),
-                subdirectory: git.subdirectory.clone(),
+                url: line(crate::manifest::redact_url(&git.url))?,
+                rev: line(git.rev.clone())?,
+                subdirectory: git.subdirectory.clone().map(line).transpose()?,
             },
             None => {
                 let release =
@@ -325,23 +337,28 @@ fn lock_from(
                         message: format!("`{name} {version}` was chosen but {reason}"),
                     })?;
                 LockedSource::Index {
-                    index: provider.index_name_of(&name).unwrap_or_default(),
-                    file: file.file.filename.clone(),
-                    sha256: file.file.sha256.as_ref().map(ToString::to_string),
+                    index: line(provider.index_name_of(&name).unwrap_or_default())?,
+                    file: DistFileName::new(file.file.filename.clone())
+                        .map_err(|error| unwritable("a file name", &error))?,
+                    sha256: file.file.sha256.clone(),
                 }
             }
         };
         packages.push(LockedPackage {
-            also_on_explicit: provider.explicit_holders(&name),
-            name: key,
-            version: version.to_string(),
+            also_on_explicit: provider
+                .explicit_holders(&name)
+                .into_iter()
+                .map(line)
+                .collect::<Result<_, _>>()?,
+            name,
+            version,
             extras: package_extras,
             source,
         });
     }
     Ok(Lock {
         schema: LOCK_SCHEMA,
-        manifest: request.name.clone(),
+        manifest: Line::escaping(&request.name),
         manifest_sha256: None,
         assumed: environment.to_facts(),
         packages,

@@ -84,9 +84,28 @@ pub fn resolve(
         .collect()
 }
 
-/// A Python string literal for `value` (a JSON string is a valid Python literal).
+/// A Python string literal for `value` in printable ASCII only, e.g. `"a\u2028b"`:
+/// every other character is a `\x`, `\u` or `\U` escape, so no line break any reader
+/// knows (CPython 3.13+ splits `.pth` files on U+2028, U+2029, U+0085 and more) can
+/// end the line the literal stands on.
 fn python_literal(value: &str) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "\"\"".to_string())
+    let mut literal = String::with_capacity(value.len() + 2);
+    literal.push('"');
+    for c in value.chars() {
+        let code = u32::from(c);
+        match c {
+            '"' => literal.push_str("\\\""),
+            '\\' => literal.push_str("\\\\"),
+            '\n' => literal.push_str("\\n"),
+            '\t' => literal.push_str("\\t"),
+            ' '..='~' => literal.push(c),
+            _ if code <= 0xff => literal.push_str(&format!("\\x{code:02x}")),
+            _ if code <= 0xffff => literal.push_str(&format!("\\u{code:04x}")),
+            _ => literal.push_str(&format!("\\U{code:08x}")),
+        }
+    }
+    literal.push('"');
+    literal
 }
 
 /// The Python statement that sets one variable in `os.environ` (bound to `os`):
@@ -884,5 +903,41 @@ mod scope_tests {
             "{:?}",
             step.operations
         );
+    }
+
+    /// See: issue 33. A manifest name or value holding any line break a reader knows
+    /// stays on its line of the `.pth` block (CPython 3.13+ splits `.pth` files with
+    /// `str.splitlines`): the block is printable ASCII and line feeds, and a real
+    /// interpreter reads each literal back as the exact value.
+    #[test]
+    fn no_line_break_of_any_reader_leaves_its_line_of_the_block() {
+        let hostile = "m\u{2028}import os; os.system('id')\u{2029}\u{85}\u{0b}\u{0c}\u{1c}\r\n\u{1b}[2J\u{1F600}\"\\";
+        let vars = [
+            var("CUDA_HOME", hostile, false),
+            var("NCCL_DEBUG", "WARN", true),
+        ];
+        for scope in [EnvScope::Environment, EnvScope::Interpreter] {
+            let text = block(&vars, hostile, None, scope);
+            assert!(
+                text.bytes()
+                    .all(|byte| byte == b'\n' || (b' '..=b'~').contains(&byte)),
+                "{text}"
+            );
+            let python_lines = text.split(crate::text::is_line_break).count();
+            assert_eq!(python_lines, text.split('\n').count(), "{text}");
+            assert_eq!(
+                text.lines().count(),
+                4 + usize::from(scope == EnvScope::Interpreter)
+            );
+        }
+        let literal = python_literal(hostile);
+        let output = std::process::Command::new("python3")
+            .args(["-I", "-S", "-c"])
+            .arg("import ast, sys; sys.stdout.buffer.write(ast.literal_eval(sys.argv[1]).encode('utf-8', 'surrogatepass'))")
+            .arg(&literal)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(String::from_utf8(output.stdout).unwrap(), hostile);
     }
 }

@@ -181,49 +181,48 @@ pub fn plan(
     let mut install: Vec<String> = Vec::new();
     let mut expected: Vec<(String, String)> = Vec::new();
     let mut keep: BTreeSet<&str> = TOOLING.iter().copied().collect();
+    let locked_names: Vec<String> = lock
+        .packages
+        .iter()
+        .map(|package| package.name.to_string())
+        .collect();
     let mut unhashed: Vec<PipError> = Vec::new();
     let mut sent: Vec<Operation> = Vec::new();
     let mut packages = PackageDiff::default();
+    keep.extend(locked_names.iter().map(String::as_str));
     for package in &lock.packages {
-        keep.insert(package.name.as_str());
         let Some((index, file, sha256)) = package.index_file() else {
             continue;
         };
-        expected.push((package.name.clone(), package.version.clone()));
-        if installed.get(&package.name).and_then(Option::as_deref) == Some(package.version.as_str())
-        {
+        let name = package.name.to_string();
+        let version = package.version.to_string();
+        expected.push((name.clone(), version.clone()));
+        if installed.get(&name).and_then(Option::as_deref) == Some(version.as_str()) {
             continue;
         }
-        packages.add(
-            &package.name,
-            installed.get(&package.name),
-            &package.version,
-        );
-        let digest = sha256
-            .as_ref()
-            .and_then(|sha256| sha256.parse::<crate::manifest::Sha256>().ok());
-        let (Some(sha256), Some(digest)) = (sha256.as_ref(), digest) else {
+        packages.add(&name, installed.get(&name), &version);
+        let Some(sha256) = sha256 else {
             unhashed.push(PipError::MissingHash {
-                package: package.name.clone(),
-                version: package.version.clone(),
-                file: file.clone(),
+                package: name,
+                version,
+                file: file.to_string(),
             });
             install.push(format!("{}=={}", package.name, package.version));
             continue;
         };
-        let Some(index_url) = index_urls.get(index) else {
+        let Some(index_url) = index_urls.get(index.as_str()) else {
             return Err(PipError::UnknownIndex {
-                package: package.name.clone(),
-                index: index.clone(),
+                package: name,
+                index: index.to_string(),
             });
         };
         sent.push(Operation::FetchIndexFile {
-            index: index.clone(),
+            index: index.to_string(),
             index_url: index_url.clone(),
-            project: package.name.clone(),
-            file: file.clone(),
-            sha256: digest,
-            path: PathBuf::from(WHEELS_DIR).join(file),
+            project: name,
+            file: file.to_string(),
+            sha256: sha256.clone(),
+            path: PathBuf::from(WHEELS_DIR).join(file.as_str()),
         });
         install.push(format!("{}=={}", package.name, package.version));
         by_index.entry(index.as_str()).or_default().push(format!(

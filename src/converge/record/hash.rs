@@ -125,20 +125,20 @@ pub async fn record_hashes(request: HashRequest<'_>) -> Result<HashReport, Recor
         let Some((index, file, sha256)) = package.index_file() else {
             continue;
         };
-        if !named.is_empty() && !named.contains(&package.name) {
+        if !named.is_empty() && !named.contains(&package.name.to_string()) {
             continue;
         }
         if sha256.is_some() {
             if !named.is_empty() {
-                already_hashed.push(package.name.clone());
+                already_hashed.push(package.name.to_string());
             }
             continue;
         }
         wanted.push(Unhashed {
-            package: package.name.clone(),
-            version: package.version.clone(),
-            index: index.clone(),
-            filename: file.clone(),
+            package: package.name.to_string(),
+            version: package.version.to_string(),
+            index: index.to_string(),
+            filename: file.to_string(),
         });
     }
 

@@ -131,16 +131,16 @@ fn split(lock: &Lock) -> Result<(Vec<IndexedPackage<'_>>, Vec<&LockedPackage>), 
             } => {
                 let Some(sha256) = sha256 else {
                     return Err(ExportError::MissingHash {
-                        package: package.name.clone(),
-                        version: package.version.clone(),
-                        file: file.clone(),
+                        package: package.name.to_string(),
+                        version: package.version.to_string(),
+                        file: file.to_string(),
                     });
                 };
                 indexed.push(IndexedPackage {
                     package,
                     index,
                     file,
-                    sha256,
+                    sha256: sha256.as_str(),
                 });
             }
             LockedSource::Git { .. } => git.push(package),

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::manifest::{Masking, mask_url};
+use crate::text::{is_unsafe_in_line, text_value};
 
 use super::{ExportError, Lock, LockedFileUrl, git_note, split};
 
@@ -18,10 +19,10 @@ pub fn pylock(lock: &Lock, urls: &BTreeMap<String, LockedFileUrl>) -> Result<Str
     let mut out = format!(
         "# Exported by cuda-upgrade {} from the lock of `{}`.\n",
         env!("CARGO_PKG_VERSION"),
-        lock.manifest
+        text_value(&lock.manifest)
     );
     for package in &git {
-        out.push_str(&format!("# {}\n", git_note(package)));
+        out.push_str(&format!("# {}\n", text_value(&git_note(package))));
     }
     out.push_str("lock-version = \"1.0\"\n");
     out.push_str(&format!(
@@ -36,14 +37,17 @@ pub fn pylock(lock: &Lock, urls: &BTreeMap<String, LockedFileUrl>) -> Result<Str
     for package in indexed {
         let locked = package.package;
         let url = urls
-            .get(&locked.name)
+            .get(locked.name.as_ref())
             .ok_or_else(|| ExportError::UnknownIndex {
-                package: locked.name.clone(),
+                package: locked.name.to_string(),
                 index: package.index.to_string(),
             })?;
         out.push_str("\n[[packages]]\n");
-        out.push_str(&format!("name = {}\n", string(&locked.name)));
-        out.push_str(&format!("version = {}\n", string(&locked.version)));
+        out.push_str(&format!("name = {}\n", string(locked.name.as_ref())));
+        out.push_str(&format!(
+            "version = {}\n",
+            string(&locked.version.to_string())
+        ));
         out.push_str(&format!(
             "index = {}\n",
             string(&mask_url(&url.index_url, &Masking::Strip))
@@ -86,7 +90,8 @@ pub fn pylock(lock: &Lock, urls: &BTreeMap<String, LockedFileUrl>) -> Result<Str
     Ok(out)
 }
 
-/// A TOML basic string, e.g. `"a \"b\""`.
+/// A TOML basic string, e.g. `"a \"b\""`; every character that could break or hide a
+/// line (controls, U+2028, U+2029, bidirectional controls) is a `\u` escape.
 fn string(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
@@ -96,7 +101,7 @@ fn string(text: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
-            ch if ch.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(ch))),
+            ch if is_unsafe_in_line(ch) => out.push_str(&format!("\\u{:04X}", u32::from(ch))),
             ch => out.push(ch),
         }
     }

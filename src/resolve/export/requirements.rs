@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::manifest::{Masking, mask_url};
+use crate::text::text_value;
 
 use super::{ExportError, ExportIndex, IndexedPackage, Lock, git_note, split};
 
@@ -36,7 +37,7 @@ pub fn requirements_txt(
     let (indexed, git) = split(lock)?;
     let mut by_index: BTreeMap<&str, Vec<IndexedPackage<'_>>> = BTreeMap::new();
     for package in &indexed {
-        super::find_index(indexes, &package.package.name, package.index)?;
+        super::find_index(indexes, package.package.name.as_ref(), package.index)?;
         by_index.entry(package.index).or_default().push(*package);
     }
     // The manifest's order decides which index is pip's first.
@@ -56,7 +57,7 @@ pub fn requirements_txt(
     let mut out = format!(
         "# Exported by cuda-upgrade {} from the lock of `{}`, for {}.\n",
         env!("CARGO_PKG_VERSION"),
-        lock.manifest,
+        text_value(&lock.manifest),
         super::environment_marker(&lock.assumed)
     );
     out.push_str("# Install with: pip install --no-deps --require-hashes -r THIS_FILE\n");
@@ -98,7 +99,7 @@ pub fn requirements_txt(
             let locked = package.package;
             out.push_str(&format!("{}=={}", locked.name, locked.version));
             let extra = others
-                .get(&locked.name)
+                .get(locked.name.as_ref())
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             for sha256 in std::iter::once(&package.sha256.to_string()).chain(extra) {
@@ -110,7 +111,7 @@ pub fn requirements_txt(
     if !git.is_empty() {
         out.push('\n');
         for package in git {
-            out.push_str(&format!("# {}\n", git_note(package)));
+            out.push_str(&format!("# {}\n", text_value(&git_note(package))));
         }
     }
     Ok(out)

@@ -2,9 +2,6 @@
 //! the index client (the lock records index names and file names, never URLs).
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
-
-use pep508_rs::PackageName;
 
 use crate::index::client::{IndexClient, IndexLocation, redact};
 
@@ -49,31 +46,29 @@ pub async fn file_urls(
     for package in indexed {
         let locked = package.package;
         let client_error = |source| ExportError::Client {
-            package: locked.name.clone(),
+            package: locked.name.to_string(),
             index: package.index.to_string(),
             source: Box::new(source),
         };
         let url = index_urls
             .get(package.index)
             .ok_or_else(|| ExportError::UnknownIndex {
-                package: locked.name.clone(),
+                package: locked.name.to_string(),
                 index: package.index.to_string(),
             })?;
         let location = IndexLocation::new(package.index, url).map_err(client_error)?;
-        let name = PackageName::from_str(&locked.name).map_err(|_| ExportError::PackageName {
-            package: locked.name.clone(),
-        })?;
+        let name = &locked.name;
         let not_listed = || ExportError::FileNotListed {
-            package: locked.name.clone(),
+            package: locked.name.to_string(),
             file: package.file.to_string(),
             index: package.index.to_string(),
             url: location
-                .project_url(&name)
+                .project_url(name)
                 .map(|url| redact(&url))
                 .unwrap_or_else(|_| redact(&location.url)),
         };
         let files = client
-            .fetch_project(&location, &name)
+            .fetch_project(&location, name)
             .await
             .map_err(client_error)?
             .ok_or_else(not_listed)?;
@@ -91,14 +86,14 @@ pub async fn file_urls(
                 locked: package.sha256.to_string(),
             });
         }
-        let version = pep440_rs::Version::from_str(&locked.version).ok();
+        let version = Some(&locked.version);
         let others = files
             .iter()
             .filter(|other| {
                 all_files
                     && other.filename != package.file
                     && other.yanked.is_none()
-                    && version.as_ref() == Some(other.dist.version())
+                    && version == Some(other.dist.version())
             })
             .filter_map(|other| {
                 Some(OtherFile {
@@ -109,7 +104,7 @@ pub async fn file_urls(
             })
             .collect();
         urls.insert(
-            locked.name.clone(),
+            locked.name.to_string(),
             LockedFileUrl {
                 index_url: location.url.to_string(),
                 file_url: file.url.to_string(),
