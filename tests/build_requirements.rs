@@ -169,6 +169,7 @@ fn step(repo: &Path, server: &Server, dir: &Path) -> Step {
             options: ResolveOptions::default(),
         },
         dir: dir.join("node/build/demo"),
+        known: None,
     };
     Step {
         kind: StepKind::SourceInstall,
@@ -398,4 +399,48 @@ fn an_unparsable_pyproject_is_an_error_and_a_hidden_table_is_text() {
         applied.notes,
         ["build requirements resolved on the controller: `setuptools==70.0`"]
     );
+}
+
+/// See: issue 33: `plan` lists a source's build requirements where the controller
+/// knows them — the declared ones once its clone holds the revision, and the pins
+/// resolved for this node before — and nothing where it does not yet.
+#[test]
+fn plan_lists_the_build_requirements_known_on_the_controller() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("marker");
+    let (server, _) = index(&marker);
+    let repo = repository(
+        dir.path(),
+        "[build-system]\nrequires = [\"setuptools>=61\", \"wheel\"]\n",
+    );
+    let cache = dir.path().join("cache");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let planned = |step: &Step| {
+        let mut steps = vec![step.clone()];
+        runtime.block_on(cuda_upgrade::exec::build_requirements::note_known(
+            &mut steps, &cache,
+        ));
+        steps[0].operations[0].describe()
+    };
+    let step = step(&repo, &server, dir.path());
+    let fresh = planned(&step);
+    assert!(
+        fresh.contains("resolved on the controller for this node from index `default` (wheels only, each checked against the index's sha256)")
+            && !fresh.contains("build requirements of commit"),
+        "{fresh}"
+    );
+    assert!(asked(&server).is_empty());
+
+    apply(&step, dir.path()).unwrap();
+    server.clear_log();
+    let known = planned(&step);
+    assert!(
+        known.contains("build requirements of commit ")
+            && known.contains(": `setuptools>=61`, `wheel`")
+            && known.contains(
+                "resolved for this node before (reused): `packaging==24.0`, `setuptools==70.0`, `wheel==0.43.0`"
+            ),
+        "{known}"
+    );
+    assert!(asked(&server).is_empty(), "plan fetches nothing");
 }

@@ -30,7 +30,7 @@ use crate::resolve::{
     RootRequirement, TargetEnvironment,
 };
 use crate::rules::RuleSet;
-use crate::steps::BuildRequirements;
+use crate::steps::{BuildRequirements, KnownBuildRequirements, Operation, Step};
 use crate::transport::{Transport, WriteSpec, Written, download};
 
 use super::ExecError;
@@ -130,10 +130,7 @@ pub async fn wheels(
     build: &BuildRequirements,
     cache_dir: &Path,
 ) -> Result<Vec<BuildWheel>, ExecError> {
-    let file = match &build.subdirectory {
-        Some(subdirectory) => format!("{}/pyproject.toml", subdirectory.trim_end_matches('/')),
-        None => "pyproject.toml".to_string(),
-    };
+    let file = pyproject_path(build);
     let text = bundle.file(&file, MAX_PYPROJECT_BYTES).await?;
     let requirements = pyproject::build_requires(text.as_deref(), &file).map_err(|source| {
         ExecError::BuildSystem {
@@ -169,9 +166,7 @@ pub async fn wheels_for(
         ),
         reason: crate::manifest::redact_text(&reason),
     };
-    let path = cache_dir
-        .join(SETS_DIR)
-        .join(format!("{}.json", &set_key(requirements, build)[..16]));
+    let path = set_path(requirements, build, cache_dir);
     let flight = download::in_flight(&path);
     let _flight = flight.lock().await;
     let pins = match read_set(&path).await {
@@ -205,6 +200,73 @@ pub async fn wheels_for(
         wheels.push(BuildWheel { pin, local });
     }
     Ok(wheels)
+}
+
+/// Where the source's `pyproject.toml` is in its repository, e.g. `python/pyproject.toml`.
+fn pyproject_path(build: &BuildRequirements) -> String {
+    match &build.subdirectory {
+        Some(subdirectory) => format!("{}/pyproject.toml", subdirectory.trim_end_matches('/')),
+        None => "pyproject.toml".to_string(),
+    }
+}
+
+/// Fill in what the controller's cache knows of the build requirements of each source
+/// in `steps` ([`known`]), for `plan` to show.
+pub async fn note_known(steps: &mut [Step], cache_dir: &Path) {
+    for step in steps {
+        for operation in &mut step.operations {
+            if let Operation::GitBundle {
+                url,
+                rev,
+                build: Some(build),
+                ..
+            } = operation
+            {
+                build.known = known(url, rev, build, cache_dir).await;
+            }
+        }
+    }
+}
+
+/// What the controller's cache knows of the build requirements of `build`, the source
+/// at `url` `rev`, without fetching anything: the commit its clone holds for `rev`,
+/// what that commit's `pyproject.toml` declares, and the set resolved for this node
+/// before; `None` when the cache has no clone holding `rev`.
+pub async fn known(
+    url: &str,
+    rev: &str,
+    build: &BuildRequirements,
+    cache_dir: &Path,
+) -> Option<KnownBuildRequirements> {
+    let (repo, commit) = download::cached_commit(url, rev, cache_dir).await?;
+    let file = pyproject_path(build);
+    let requirements = match download::file_at(&repo, &commit, &file, MAX_PYPROJECT_BYTES).await {
+        Ok(text) => {
+            pyproject::build_requires(text.as_deref(), &file).map_err(|error| error.to_string())
+        }
+        Err(error) => Err(error.to_string()),
+    };
+    let resolved = match &requirements {
+        Ok(requirements) if !requirements.is_empty() => {
+            read_set(&set_path(requirements, build, cache_dir))
+                .await
+                .map(|pins| pins.iter().map(ToString::to_string).collect())
+        }
+        _ => None,
+    };
+    Some(KnownBuildRequirements {
+        commit,
+        declared: requirements
+            .map(|requirements| requirements.iter().map(ToString::to_string).collect()),
+        resolved,
+    })
+}
+
+/// Where the cache keeps the set of `requirements` for the node of `build`.
+fn set_path(requirements: &[Requirement], build: &BuildRequirements, cache_dir: &Path) -> PathBuf {
+    cache_dir
+        .join(SETS_DIR)
+        .join(format!("{}.json", &set_key(requirements, build)[..16]))
 }
 
 /// The key of a set: its requirements, the node, the indexes (URLs hashed, never

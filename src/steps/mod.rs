@@ -161,6 +161,23 @@ pub struct BuildRequirements {
     pub resolution: BuildResolution,
     /// Where the wheels go on the node, e.g. `/var/tmp/cuda-upgrade/build/sglang`.
     pub dir: PathBuf,
+    /// What the controller knows of them before fetching anything (`plan` fills it in
+    /// from its cache); `None`: nothing yet.
+    pub known: Option<KnownBuildRequirements>,
+}
+
+/// The build requirements of a source as the controller's cache knows them: the commit
+/// its clone holds for the revision, what that commit's `pyproject.toml` declares, and
+/// the wheels resolved for this node before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownBuildRequirements {
+    /// e.g. `4f1c2d…`.
+    pub commit: String,
+    /// The declared requirements, e.g. `setuptools>=61`, or why they cannot be read.
+    pub declared: Result<Vec<String>, String>,
+    /// The pins resolved for this node before, e.g. `setuptools==80.9.0`; `None` when
+    /// they are resolved at `apply`.
+    pub resolved: Option<Vec<String>>,
 }
 
 /// What the controller resolves build requirements against: the manifest's indexes and
@@ -377,6 +394,34 @@ impl Operation {
                         indexes.join(", "),
                         build.dir.display()
                     ));
+                    if let Some(known) = &build.known {
+                        let quoted = |items: &[String]| {
+                            items
+                                .iter()
+                                .map(|item| format!("`{item}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        };
+                        let commit = known.commit.get(..12).unwrap_or(&known.commit);
+                        match &known.declared {
+                            Ok(declared) if declared.is_empty() => text.push_str(&format!(
+                                "\nbuild requirements of commit {commit}: none"
+                            )),
+                            Ok(declared) => text.push_str(&format!(
+                                "\nbuild requirements of commit {commit}: {}",
+                                quoted(declared)
+                            )),
+                            Err(reason) => text.push_str(&format!(
+                                "\nbuild requirements of commit {commit}: unreadable, `apply` stops here: {reason}"
+                            )),
+                        }
+                        if let Some(resolved) = &known.resolved {
+                            text.push_str(&format!(
+                                "\nresolved for this node before (reused): {}",
+                                quoted(resolved)
+                            ));
+                        }
+                    }
                 }
                 text
             }

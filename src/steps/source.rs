@@ -221,6 +221,7 @@ pub fn plan(
                         subdirectory: git.subdirectory.clone(),
                         resolution: build.clone(),
                         dir,
+                        known: None,
                     }
                 });
                 operations.push(Operation::GitBundle {
