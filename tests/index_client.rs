@@ -597,6 +597,7 @@ fn target(only: Option<Vec<String>>) -> ExploreSettings {
         only_indexes: only,
         overrides: Vec::new(),
         constraints: Vec::new(),
+        wheels_only: false,
     }
 }
 

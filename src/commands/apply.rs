@@ -72,9 +72,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     }
     let selection = node::selection(&args.node, &args.ssh);
     let context = ApplyContext {
-        cache_dir: crate::settings::default_cache_dir()
-            .unwrap_or_else(|| PathBuf::from(".cache/cuda-upgrade"))
-            .join("downloads"),
+        cache_dir: crate::settings::default_downloads_dir(),
         before_images: Some(PathBuf::from(crate::transport::BEFORE_IMAGES_DIR)),
         secrets: prepared
             .env

@@ -65,6 +65,11 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         &hash_command,
         &args.fetch.delivery()?,
     )?;
+    // What the controller's cache knows of source builds' requirements, shown with them.
+    runtime()?.block_on(exec::build_requirements::note_known(
+        &mut node_plan.steps,
+        &crate::settings::default_downloads_dir(),
+    ));
     for variable in &unset {
         node_plan.warnings.push(format!(
             "`{variable}` is not set on this controller: the plan cannot compare the secret it supplies with the node's; `apply` needs it"

@@ -9,13 +9,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pep440_rs::Version;
 use pep508_rs::PackageName;
 
 use super::ConvergeError;
 use super::sources::{SourceError, index_sources};
 use crate::index::Universe;
-use crate::index::client::explore::TargetPlatform;
 use crate::index::client::live::LiveIndex;
 use crate::index::client::{ClientError, ClientSettings, ExploreSettings, IndexClient};
 use crate::index::hashes::RecordedHashes;
@@ -63,28 +61,11 @@ pub fn resolve_live_universe(
         SourceError::Client(error) => client_error(error),
         SourceError::PipConfig(error) => ConvergeError::PipConfig(error),
     })?;
-    let python = environment.python.release();
-    let python_version = Version::new([
-        python.first().copied().unwrap_or(3),
-        python.get(1).copied().unwrap_or(0),
-        python.get(2).copied().unwrap_or(0),
-    ]);
     let (overrides, constraints) = crate::index::client::explore::manifest_requirements(manifest);
     let settings = ExploreSettings {
-        markers: environment.markers()?,
-        python_version,
-        platform: Some(TargetPlatform {
-            glibc: (environment.glibc.major, environment.glibc.minor),
-            arch: environment.arch.as_str().to_string(),
-        }),
-        transitive: true,
-        max_projects: options.max_projects,
-        // Read ahead: the newest match of each requirement, as the resolver tries first.
-        max_versions: 1,
-        max_releases: options.max_releases,
-        only_indexes: None,
         overrides,
         constraints,
+        ..crate::resolve::live_settings(environment, options.max_projects, options.max_releases)?
     };
     let pins: BTreeMap<PackageName, String> = request
         .requirements

@@ -116,6 +116,16 @@ fn record(step: &Step, outcome: &'static str, failure: Option<StepFailure>) -> S
     }
 }
 
+/// `step` with `notes` added to its reason, e.g. `…; build requirements resolved on the
+/// controller: \`setuptools==80.9.0\``.
+fn with_notes(mut step: Step, notes: &[String]) -> Step {
+    for note in notes {
+        step.reason.push_str("; ");
+        step.reason.push_str(note);
+    }
+    step
+}
+
 /// The ABI check of the target interpreter's environment as a step record: `checked`
 /// with the counts, or `failed` with the report (or why the environment could not be
 /// read) as its output.
@@ -679,6 +689,9 @@ impl Run<'_> {
                 apply_step_writing(transport, &step, options.context, Some(&recheck)).await?;
             let written = applied.written;
             verified = applied.facts;
+            // What the step settled on the controller (e.g. the build requirements it
+            // resolved) is told with its reason, in the report and the journal.
+            let step = with_notes(step, &applied.notes);
             match applied.outcome {
                 StepOutcome::Unchanged => steps.push(record(&step, "no-op", None)),
                 StepOutcome::Applied => {

@@ -86,6 +86,9 @@ pub struct Applied {
     /// `recheck` request of [`apply_step_writing`] says: what the next step's re-check
     /// would read. `None` when the verification probed nothing.
     pub facts: Option<NodeFacts>,
+    /// What its operations settled on the controller, for the report and the journal,
+    /// e.g. ``build requirements resolved on the controller: `setuptools==80.9.0` ``.
+    pub notes: Vec<String>,
 }
 
 /// [`apply_step`], also returning what its writes replaced (for the journal). A
@@ -96,12 +99,7 @@ pub async fn apply_step_writing(
     context: &ApplyContext,
     recheck: Option<&ProbeRequest>,
 ) -> Result<Applied, ExecError> {
-    let (outcome, written, facts) = apply_and_verify(transport, step, context, recheck).await?;
-    Ok(Applied {
-        outcome,
-        written,
-        facts,
-    })
+    apply_and_verify(transport, step, context, recheck).await
 }
 
 async fn apply_and_verify(
@@ -109,10 +107,17 @@ async fn apply_and_verify(
     step: &Step,
     context: &ApplyContext,
     recheck: Option<&ProbeRequest>,
-) -> Result<(StepOutcome, Vec<Written>, Option<NodeFacts>), ExecError> {
+) -> Result<Applied, ExecError> {
     let secrets: Vec<&str> = context.secrets.iter().map(String::as_str).collect();
     let secrets = secrets.as_slice();
     let mut written = Vec::new();
+    let mut notes = Vec::new();
+    let done = |outcome, written, notes, facts| Applied {
+        outcome,
+        written,
+        facts,
+        notes,
+    };
     // The files to send that the node holds already: one question for the whole step.
     let sent: Vec<(&std::path::Path, &crate::manifest::Sha256)> = step
         .operations
@@ -162,22 +167,29 @@ async fn apply_and_verify(
         if early.contains(&index) {
             continue;
         }
-        if let Some(failure) =
-            run_operation(transport, operation, context, secrets, &mut written).await?
+        if let Some(failure) = run_operation(
+            transport,
+            operation,
+            context,
+            secrets,
+            &mut written,
+            &mut notes,
+        )
+        .await?
         {
-            return Ok((StepOutcome::Failed(failure), written, None));
+            return Ok(done(StepOutcome::Failed(failure), written, notes, None));
         }
     }
     if step.operations.is_empty() {
-        return Ok((StepOutcome::Unchanged, written, None));
+        return Ok(done(StepOutcome::Unchanged, written, notes, None));
     }
     let Some(verification) = &step.verification else {
-        return Ok((StepOutcome::Applied, written, None));
+        return Ok(done(StepOutcome::Applied, written, notes, None));
     };
     let (failure, facts) = verify_probing(transport, verification, secrets, recheck).await?;
     match failure {
-        Some(failure) => Ok((StepOutcome::Failed(failure), written, None)),
-        None => Ok((StepOutcome::Applied, written, facts)),
+        Some(failure) => Ok(done(StepOutcome::Failed(failure), written, notes, None)),
+        None => Ok(done(StepOutcome::Applied, written, notes, facts)),
     }
 }
 
@@ -197,6 +209,7 @@ async fn run_operation(
     context: &ApplyContext,
     secrets: &[&str],
     written: &mut Vec<Written>,
+    notes: &mut Vec<String>,
 ) -> Result<Option<StepFailure>, ExecError> {
     match operation {
         Operation::Run(command) => {
@@ -244,16 +257,22 @@ async fn run_operation(
             if let Some(build) = build {
                 let spec =
                     |path: &std::path::Path| context.spec(Placement::Staged { mode: 0o644 }, path);
-                written.extend(
-                    super::build_requirements::send(
-                        transport,
-                        &context.cache_dir,
-                        &spec,
-                        &bundle,
-                        build,
-                    )
-                    .await?,
-                );
+                let (sent, pins) = super::build_requirements::send(
+                    transport,
+                    &context.cache_dir,
+                    &spec,
+                    &bundle,
+                    build,
+                )
+                .await?;
+                written.extend(sent);
+                if !pins.is_empty() {
+                    let pins: Vec<String> = pins.iter().map(|pin| format!("`{pin}`")).collect();
+                    notes.push(format!(
+                        "build requirements resolved on the controller: {}",
+                        pins.join(", ")
+                    ));
+                }
             }
             Ok(None)
         }
@@ -381,7 +400,7 @@ async fn outgoing_file<'a>(
 }
 
 /// The URL of `file` on the index's project page of `project`.
-async fn index_file_url(
+pub(super) async fn index_file_url(
     index: &str,
     index_url: &str,
     project: &str,

@@ -1,299 +1,464 @@
 //! The build requirements of a source install, for a node that reaches no index
-//! (`--fetch controller`): the controller reads `[build-system] requires` from the
-//! `pyproject.toml` of the bundled commit (PEP 518; none there: `setuptools>=40.8.0`,
-//! as pip assumes), has its own pip download their wheels for the node's tags (wheels
-//! only, dependencies included, from the manifest's first open index), keeps them in its
-//! cache once per set, and sends the node each one it lacks. The node builds with
-//! `--no-index --find-links`.
+//! (`--fetch controller`). The controller reads `[build-system] requires` from the
+//! `pyproject.toml` of the bundled commit with the crate's TOML reader
+//! ([`crate::index::pyproject`]: no file or no table means `setuptools>=40.8.0`, as pip
+//! assumes; a file that does not parse, or a direct reference, is an error). It resolves
+//! them for the node with its own resolver, live over the manifest's indexes, wheels
+//! only (no sdist is downloaded, built or accepted), downloads each wheel and checks it
+//! against the sha256 its index gives, keeps the resolved set in its cache once per set
+//! of requirements, node and indexes, and sends the node each wheel it lacks. The node
+//! builds with `--no-index --find-links`.
+//!
+//! Nothing of the source runs on the controller: no pip, no build backend; the
+//! requirements are names and version ranges read as data.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
+use pep508_rs::Requirement;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::steps::BuildRequirements;
+use crate::index::client::explore::IndexSource;
+use crate::index::client::live::LiveIndex;
+use crate::index::client::{ClientSettings, IndexClient, IndexLocation};
+use crate::index::filename::DistFilename;
+use crate::index::pyproject::{self, MAX_PYPROJECT_BYTES};
+use crate::resolve::{
+    IndexPolicy, LockedSource, Origin, PackageSelection, Request, ResolveError, ResolveOptions,
+    RootRequirement, TargetEnvironment,
+};
+use crate::rules::RuleSet;
+use crate::steps::{BuildRequirements, KnownBuildRequirements, Operation, Step};
 use crate::transport::{Transport, WriteSpec, Written, download};
 
 use super::ExecError;
-use super::send::held;
+use super::send::{held, local_copy};
 
-/// The longest `pip download` of a set of build requirements may run.
-const DOWNLOAD_BOUND: Duration = Duration::from_secs(600);
+/// The most projects one set of build requirements may look up.
+const MAX_PROJECTS: usize = 200;
+/// The most releases whose metadata one set may read.
+const MAX_RELEASES: usize = 1000;
+/// What the cache of resolved sets is kept under, in the download cache.
+const SETS_DIR: &str = "build-sets";
+/// The schema of a cached set; a set of another schema is resolved again.
+const SET_SCHEMA: u32 = 1;
 
-/// What pip assumes for a project without `[build-system]` (PEP 518).
-const FALLBACK: &str = "setuptools>=40.8.0";
+/// One resolved build requirement: a wheel of an index, with the sha256 the index gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildPin {
+    /// Normalized name, e.g. `setuptools`.
+    pub name: pep508_rs::PackageName,
+    /// Exact version, e.g. `80.9.0`.
+    pub version: pep440_rs::Version,
+    /// The index it comes from, e.g. `default`.
+    pub index: crate::text::Line,
+    /// The wheel's file name, one path component, e.g. `setuptools-80.9.0-py3-none-any.whl`.
+    pub file: crate::index::filename::DistFileName,
+    /// Its sha256, from the index.
+    pub sha256: crate::manifest::Sha256,
+}
+
+impl fmt::Display for BuildPin {
+    /// e.g. `setuptools==80.9.0`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}=={}", self.name, self.version)
+    }
+}
+
+/// A resolved build requirement's wheel, verified, in the controller's cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildWheel {
+    /// What it is.
+    pub pin: BuildPin,
+    /// The verified copy in the download cache.
+    pub local: PathBuf,
+}
+
+/// A resolved set as the cache keeps it.
+#[derive(Debug, Serialize, Deserialize)]
+struct CachedSet {
+    schema: u32,
+    pins: Vec<BuildPin>,
+}
 
 /// Send the wheels of the build requirements of `build` (read from `bundle`) to the node;
-/// `cache_dir` is the controller's download cache, `spec` how a wheel is written at a path.
+/// `cache_dir` is the controller's download cache, `spec` how a wheel is written at a
+/// path. What was written, and the pins sent (held ones included).
 pub async fn send(
     transport: &Transport,
     cache_dir: &Path,
     spec: &dyn Fn(&Path) -> WriteSpec,
     bundle: &download::Bundle,
     build: &BuildRequirements,
-) -> Result<Vec<Written>, ExecError> {
-    let pyproject = match &build.subdirectory {
-        Some(subdirectory) => format!("{}/pyproject.toml", subdirectory.trim_end_matches('/')),
-        None => "pyproject.toml".to_string(),
-    };
-    let requires = requires(bundle.file(&pyproject).await.as_deref());
-    if requires.is_empty() {
-        return Ok(Vec::new());
+) -> Result<(Vec<Written>, Vec<BuildPin>), ExecError> {
+    let wheels = wheels(bundle, build, cache_dir).await?;
+    if wheels.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
     }
-    let failed = |reason: String| ExecError::BuildRequirements {
-        package: build.package.clone(),
-        requires: requires.join(", "),
-        reason,
-    };
-    let wheels = download(&requires, build, cache_dir)
-        .await
-        .map_err(failed)?;
-    let mut files = Vec::new();
-    for wheel in wheels {
-        let name = wheel
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned());
-        let Some(name) = name else { continue };
-        let digest = download::sha256_of(&wheel)
-            .await
-            .map_err(|error| failed(error.to_string()))?;
-        let sha256 = digest
-            .parse::<crate::manifest::Sha256>()
-            .map_err(|error| failed(error.to_string()))?;
-        files.push((wheel, build.dir.join(name), sha256));
-    }
+    let files: Vec<(&Path, PathBuf, &crate::manifest::Sha256)> = wheels
+        .iter()
+        .map(|wheel| {
+            (
+                wheel.local.as_path(),
+                build.dir.join(&wheel.pin.file),
+                &wheel.pin.sha256,
+            )
+        })
+        .collect();
     let asked: Vec<(&Path, &crate::manifest::Sha256)> = files
         .iter()
-        .map(|(_, path, sha256)| (path.as_path(), sha256))
+        .map(|(_, path, sha256)| (path.as_path(), *sha256))
         .collect();
     let held = held(transport, &asked).await?;
     let outgoing: Vec<(PathBuf, WriteSpec)> = files
         .iter()
         .filter(|(_, path, _)| !held.contains(path))
-        .map(|(wheel, path, _)| (wheel.clone(), spec(path)))
+        .map(|(local, path, _)| (local.to_path_buf(), spec(path)))
         .collect();
     let (written, result) = super::send::send_all(transport, &outgoing).await;
     result?;
-    Ok(written)
+    Ok((written, wheels.into_iter().map(|wheel| wheel.pin).collect()))
 }
 
-/// `[build-system] requires` of a `pyproject.toml`; [`FALLBACK`] without the file or
-/// the table.
-pub fn requires(pyproject: Option<&str>) -> Vec<String> {
-    let Some(text) = pyproject else {
-        return vec![FALLBACK.to_string()];
-    };
-    let mut in_table = false;
-    let mut table_seen = false;
-    let mut value: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if let Some(open) = &mut value {
-            open.push('\n');
-            open.push_str(line);
-            if closes(open) {
-                break;
-            }
-            continue;
-        }
-        if trimmed.starts_with('[') {
-            in_table =
-                trimmed.trim_start_matches('[').trim_end_matches(']').trim() == "build-system";
-            table_seen |= in_table;
-            continue;
-        }
-        if !in_table {
-            continue;
-        }
-        if let Some((key, rest)) = trimmed.split_once('=')
-            && key.trim() == "requires"
-        {
-            let rest = rest.trim().to_string();
-            if closes(&rest) {
-                return strings(&rest);
-            }
-            value = Some(rest);
-        }
-    }
-    match value {
-        Some(open) => strings(&open),
-        None if table_seen => Vec::new(),
-        None => vec![FALLBACK.to_string()],
-    }
-}
-
-/// Whether an array's text has its closing `]` (outside strings).
-fn closes(text: &str) -> bool {
-    let mut quote: Option<char> = None;
-    for c in strip_comments(text).chars() {
-        match (quote, c) {
-            (None, '"' | '\'') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, ']') => return true,
-            _ => {}
-        }
-    }
-    false
-}
-
-/// The text with each line's `#` comment (outside strings) removed.
-fn strip_comments(text: &str) -> String {
-    let mut out = String::new();
-    for line in text.lines() {
-        let mut quote: Option<char> = None;
-        for c in line.chars() {
-            match (quote, c) {
-                (None, '#') => break,
-                (None, '"' | '\'') => quote = Some(c),
-                (Some(q), c) if c == q => quote = None,
-                _ => {}
-            }
-            out.push(c);
-        }
-        out.push('\n');
-    }
-    out
-}
-
-/// The quoted strings of an array's text, in order.
-fn strings(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut quote: Option<(char, String)> = None;
-    for c in strip_comments(text).chars() {
-        match &mut quote {
-            None if c == '"' || c == '\'' => quote = Some((c, String::new())),
-            None => {}
-            Some((q, value)) if c == *q => {
-                found.push(std::mem::take(value));
-                quote = None;
-            }
-            Some((_, value)) => value.push(c),
-        }
-    }
-    found
-}
-
-/// `pip download` of `requires` on the controller for the node's tags into the cache
-/// (once per set of requirements, tags and index); the wheels' paths.
-async fn download(
-    requires: &[String],
+/// The verified wheels of the build requirements of `build`, read from the
+/// `pyproject.toml` of `bundle`'s commit and resolved for the node; empty when the
+/// project declares none.
+pub async fn wheels(
+    bundle: &download::Bundle,
     build: &BuildRequirements,
     cache_dir: &Path,
-) -> Result<Vec<PathBuf>, String> {
-    let target = Target::of(&build.tags).ok_or_else(|| {
-        "the node's wheel tags are unknown (its interpreter could not be probed)".to_string()
+) -> Result<Vec<BuildWheel>, ExecError> {
+    let file = pyproject_path(build);
+    let text = bundle.file(&file, MAX_PYPROJECT_BYTES).await?;
+    let requirements = pyproject::build_requires(text.as_deref(), &file).map_err(|source| {
+        ExecError::BuildSystem {
+            package: build.package.clone(),
+            commit: bundle.commit.clone(),
+            source: Box::new(source),
+        }
     })?;
-    let mut key = Sha256::new();
-    for part in requires.iter().chain(&build.tags).chain([&build.index_url]) {
-        key.update(part.as_bytes());
-        key.update([0]);
+    if requirements.is_empty() {
+        return Ok(Vec::new());
     }
-    let key = hex::encode(key.finalize());
-    let dir = cache_dir.join("build").join(&key[..16]);
-    let flight = download::in_flight(&dir);
+    wheels_for(&requirements, &file, build, cache_dir).await
+}
+
+/// [`wheels`] of `requirements`, read from `file`: the set resolved before when the
+/// cache has it, else resolved now and kept; each wheel downloaded unless a verified
+/// copy is in the cache. Nodes of a fleet that need the same set wait for one
+/// resolution.
+pub async fn wheels_for(
+    requirements: &[Requirement],
+    file: &str,
+    build: &BuildRequirements,
+    cache_dir: &Path,
+) -> Result<Vec<BuildWheel>, ExecError> {
+    let failed = |reason: String| ExecError::BuildRequirements {
+        package: build.package.clone(),
+        requires: crate::text::text_value(
+            &requirements
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        reason: crate::manifest::redact_text(&reason),
+    };
+    let path = set_path(requirements, build, cache_dir);
+    let flight = download::in_flight(&path);
     let _flight = flight.lock().await;
-    if !dir.join(".complete").is_file() {
-        let partial = dir.with_extension(format!("partial.{}", std::process::id()));
-        let _ = tokio::fs::remove_dir_all(&partial).await;
-        let mut command = tokio::process::Command::new("python3");
-        command
-            .args(["-m", "pip", "download", "--only-binary=:all:", "--no-input"])
-            .args(["--disable-pip-version-check", "--implementation"])
-            .arg(&target.implementation)
-            .arg("--python-version")
-            .arg(&target.python_version);
-        for abi in &target.abis {
-            command.arg("--abi").arg(abi);
+    let pins = match read_set(&path).await {
+        Some(pins) => pins,
+        None => {
+            let (requirements, file, owned) =
+                (requirements.to_vec(), file.to_string(), build.clone());
+            let pins = tokio::task::spawn_blocking(move || resolve(&requirements, &file, &owned))
+                .await
+                .map_err(|error| failed(error.to_string()))?
+                .map_err(failed)?;
+            write_set(&path, &pins)
+                .await
+                .map_err(|error| failed(error.to_string()))?;
+            pins
         }
-        for platform in &target.platforms {
-            command.arg("--platform").arg(platform);
-        }
-        command
-            .arg("--dest")
-            .arg(&partial)
-            .arg("--")
-            .args(requires)
-            // The index URL may carry credentials: through the environment, never argv.
-            .env("PIP_INDEX_URL", &build.index_url)
-            .env_remove("PIP_EXTRA_INDEX_URL")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true);
-        let output = tokio::time::timeout(DOWNLOAD_BOUND, command.output())
-            .await
-            .map_err(|_| format!("pip download ran past {} s", DOWNLOAD_BOUND.as_secs()))?
-            .map_err(|error| format!("pip could not run on the controller: {error}"))?;
-        if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            return Err(crate::manifest::redact_text(&tail.join(" ")));
-        }
-        tokio::fs::write(partial.join(".complete"), b"")
-            .await
-            .map_err(|error| error.to_string())?;
-        let _ = tokio::fs::remove_dir_all(&dir).await;
-        tokio::fs::rename(&partial, &dir)
-            .await
-            .map_err(|error| error.to_string())?;
-    }
+    };
     let mut wheels = Vec::new();
-    let mut entries = tokio::fs::read_dir(&dir)
+    for pin in pins {
+        let index = build
+            .resolution
+            .indexes
+            .iter()
+            .find(|index| pin.index == index.name)
+            .ok_or_else(|| failed(format!("the index `{}` is not configured", pin.index)))?;
+        let local = local_copy(&pin.file, &pin.sha256, cache_dir, || {
+            super::apply::index_file_url(&index.name, &index.url, pin.name.as_ref(), &pin.file)
+        })
         .await
-        .map_err(|error| error.to_string())?;
-    while let Some(entry) = entries
-        .next_entry()
-        .await
-        .map_err(|error| error.to_string())?
-    {
-        if entry.path().extension().is_some_and(|ext| ext == "whl") {
-            wheels.push(entry.path());
-        }
+        .map_err(|error| failed(crate::text::error_chain(&error).replace('\n', " ")))?;
+        wheels.push(BuildWheel { pin, local });
     }
-    wheels.sort();
     Ok(wheels)
 }
 
-/// What `pip download` is told of the node, from its wheel tags.
-#[derive(Debug, PartialEq, Eq)]
-struct Target {
-    /// e.g. `cp`.
-    implementation: String,
-    /// e.g. `311`.
-    python_version: String,
-    /// e.g. `cp311` (`abi3` and `none` are implied).
-    abis: Vec<String>,
-    /// e.g. `manylinux_2_35_x86_64`, …, `linux_x86_64`.
-    platforms: Vec<String>,
+/// Where the source's `pyproject.toml` is in its repository, e.g. `python/pyproject.toml`.
+fn pyproject_path(build: &BuildRequirements) -> String {
+    match &build.subdirectory {
+        Some(subdirectory) => format!("{}/pyproject.toml", subdirectory.trim_end_matches('/')),
+        None => "pyproject.toml".to_string(),
+    }
 }
 
-impl Target {
-    /// From tags like `cp311-cp311-manylinux_2_35_x86_64`, most preferred first.
-    fn of(tags: &[String]) -> Option<Self> {
-        let first = tags.first()?;
-        let interpreter = first.split('-').next()?;
-        let split = interpreter.find(|c: char| c.is_ascii_digit())?;
-        let (implementation, python_version) = interpreter.split_at(split);
-        let mut abis = Vec::new();
-        let mut platforms = Vec::new();
-        for tag in tags {
-            let mut parts = tag.splitn(3, '-');
-            let (Some(_), Some(abi), Some(platform)) = (parts.next(), parts.next(), parts.next())
-            else {
-                continue;
-            };
-            if !matches!(abi, "abi3" | "none") && !abis.iter().any(|known| known == abi) {
-                abis.push(abi.to_string());
-            }
-            if platform != "any" && !platforms.iter().any(|known| known == platform) {
-                platforms.push(platform.to_string());
+/// Fill in what the controller's cache knows of the build requirements of each source
+/// in `steps` ([`known`]), for `plan` to show.
+pub async fn note_known(steps: &mut [Step], cache_dir: &Path) {
+    for step in steps {
+        for operation in &mut step.operations {
+            if let Operation::GitBundle {
+                url,
+                rev,
+                build: Some(build),
+                ..
+            } = operation
+            {
+                build.known = known(url, rev, build, cache_dir).await;
             }
         }
-        Some(Self {
-            implementation: implementation.to_string(),
-            python_version: python_version.to_string(),
-            abis,
-            platforms,
+    }
+}
+
+/// What the controller's cache knows of the build requirements of `build`, the source
+/// at `url` `rev`, without fetching anything: the commit its clone holds for `rev`,
+/// what that commit's `pyproject.toml` declares, and the set resolved for this node
+/// before; `None` when the cache has no clone holding `rev`.
+pub async fn known(
+    url: &str,
+    rev: &str,
+    build: &BuildRequirements,
+    cache_dir: &Path,
+) -> Option<KnownBuildRequirements> {
+    let (repo, commit) = download::cached_commit(url, rev, cache_dir).await?;
+    let file = pyproject_path(build);
+    let requirements = match download::file_at(&repo, &commit, &file, MAX_PYPROJECT_BYTES).await {
+        Ok(text) => {
+            pyproject::build_requires(text.as_deref(), &file).map_err(|error| error.to_string())
+        }
+        Err(error) => Err(error.to_string()),
+    };
+    let resolved = match &requirements {
+        Ok(requirements) if !requirements.is_empty() => {
+            read_set(&set_path(requirements, build, cache_dir))
+                .await
+                .map(|pins| pins.iter().map(ToString::to_string).collect())
+        }
+        _ => None,
+    };
+    Some(KnownBuildRequirements {
+        commit,
+        declared: requirements
+            .map(|requirements| requirements.iter().map(ToString::to_string).collect()),
+        resolved,
+    })
+}
+
+/// Where the cache keeps the set of `requirements` for the node of `build`.
+fn set_path(requirements: &[Requirement], build: &BuildRequirements, cache_dir: &Path) -> PathBuf {
+    cache_dir
+        .join(SETS_DIR)
+        .join(format!("{}.json", &set_key(requirements, build)[..16]))
+}
+
+/// The key of a set: its requirements, the node, the indexes (URLs hashed, never
+/// stored) and the policies.
+fn set_key(requirements: &[Requirement], build: &BuildRequirements) -> String {
+    let resolution = &build.resolution;
+    let mut parts: Vec<String> = vec![format!("build-requirements {SET_SCHEMA}")];
+    parts.extend(requirements.iter().map(ToString::to_string));
+    parts.push(serde_json::to_string(&resolution.environment).unwrap_or_default());
+    for index in &resolution.indexes {
+        parts.push(format!("{} {} {}", index.name, index.url, index.explicit));
+    }
+    for (package, index) in &resolution.pins {
+        parts.push(format!("{package} {index}"));
+    }
+    parts.push(format!("{:?}", resolution.options));
+    let mut key = Sha256::new();
+    for part in parts {
+        key.update(part.as_bytes());
+        key.update([0]);
+    }
+    hex::encode(key.finalize())
+}
+
+/// The cached set at `path`, when there is one that reads back whole.
+async fn read_set(path: &Path) -> Option<Vec<BuildPin>> {
+    let bytes = tokio::fs::read(path).await.ok()?;
+    let set: CachedSet = serde_json::from_slice(&bytes).ok()?;
+    (set.schema == SET_SCHEMA && set.pins.iter().all(|pin| wheel_file(&pin.file).is_ok()))
+        .then_some(set.pins)
+}
+
+/// Keep `pins` at `path` (written whole, then renamed).
+async fn write_set(path: &Path, pins: &[BuildPin]) -> std::io::Result<()> {
+    let set = CachedSet {
+        schema: SET_SCHEMA,
+        pins: pins.to_vec(),
+    };
+    let bytes = serde_json::to_vec_pretty(&set).map_err(std::io::Error::other)?;
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent).await?;
+    }
+    let partial = path.with_extension(format!("partial.{}", std::process::id()));
+    tokio::fs::write(&partial, bytes).await?;
+    tokio::fs::rename(&partial, path).await
+}
+
+/// Resolve `requirements` (from `file`) for the node of `build` over the manifest's
+/// indexes, live, wheels only; `Err` says why, in words.
+fn resolve(
+    requirements: &[Requirement],
+    file: &str,
+    build: &BuildRequirements,
+) -> Result<Vec<BuildPin>, String> {
+    let resolution = &build.resolution;
+    let environment = TargetEnvironment::from_facts(resolution.environment.clone())
+        .map_err(|error| error.to_string())?;
+    let origin = Origin {
+        file: file.to_string(),
+        span: None,
+    };
+    let request = Request {
+        name: format!("build requirements of {}", build.package),
+        file: file.to_string(),
+        requirements: requirements
+            .iter()
+            .map(|requirement| RootRequirement {
+                requirement: requirement.clone(),
+                index: resolution.pins.get(&requirement.name.to_string()).cloned(),
+                git: None,
+                origin: origin.clone(),
+            })
+            .collect(),
+        overrides: Vec::new(),
+        constraints: Vec::new(),
+        indexes: resolution
+            .indexes
+            .iter()
+            .map(|index| IndexPolicy {
+                name: index.name.clone(),
+                explicit: index.explicit,
+            })
+            .collect(),
+        requires_python: None,
+        options: ResolveOptions {
+            no_build: PackageSelection::All,
+            no_binary: PackageSelection::None,
+            ..resolution.options.clone()
+        },
+    };
+    let sources = resolution
+        .indexes
+        .iter()
+        .map(|index| {
+            Ok(IndexSource {
+                location: IndexLocation::new(&index.name, &index.url)?,
+                explicit: index.explicit,
+            })
         })
+        .collect::<Result<Vec<_>, crate::index::client::ClientError>>()
+        .map_err(|error| error.to_string())?;
+    let settings = crate::index::client::ExploreSettings {
+        // No sdist is listed, so none is downloaded or built to read its metadata.
+        wheels_only: true,
+        ..crate::resolve::live_settings(&environment, MAX_PROJECTS, MAX_RELEASES)
+            .map_err(|error| error.to_string())?
+    };
+    let pins = request
+        .requirements
+        .iter()
+        .filter_map(|root| {
+            root.index
+                .as_ref()
+                .map(|index| (root.requirement.name.clone(), index.clone()))
+        })
+        .collect();
+    let client = IndexClient::new(ClientSettings::default()).map_err(|error| error.to_string())?;
+    let wait_limit = std::time::Duration::from_secs(300);
+    let live = LiveIndex::new(client, sources, settings, pins, wait_limit)
+        .map_err(|error| crate::text::error_chain(&error).replace('\n', " "))?;
+    let rules = RuleSet::embedded().map_err(|error| error.to_string())?;
+    let resolved = crate::resolve::resolve_live(&request, &live, &environment, &rules)
+        .map_err(|error| crate::text::error_chain(&error).replace('\n', " "))?;
+    let lock = match resolved.failure {
+        Some(failure) => return Err(unresolvable(&failure)),
+        None => crate::resolve::resolve(&request, &resolved.universe, &environment, &rules)
+            .map_err(|error| unresolvable(&error))?,
+    };
+    lock.packages
+        .into_iter()
+        .map(|package| match package.source {
+            LockedSource::Index {
+                index,
+                file,
+                sha256,
+            } => {
+                wheel_file(&file)?;
+                let sha256 = sha256
+                    .ok_or_else(|| format!("index `{index}` gives no sha256 for `{file}`"))?;
+                Ok(BuildPin {
+                    name: package.name,
+                    version: package.version,
+                    index,
+                    file,
+                    sha256,
+                })
+            }
+            LockedSource::Git { .. } => Err(format!(
+                "`{}` resolved to a git checkout, which is not a wheel",
+                package.name
+            )),
+        })
+        .collect()
+}
+
+/// A resolution failure in words, on one line: the error and its report, and that
+/// only wheels were taken.
+fn unresolvable(error: &ResolveError) -> String {
+    let text = match error {
+        ResolveError::Unresolvable { report, .. } => format!("{error}: {report}"),
+        other => crate::text::error_chain(other),
+    };
+    let mut lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    lines.push(
+        "build requirements are taken as wheels only (no sdist is downloaded or built on the controller)",
+    );
+    lines.join("; ")
+}
+
+/// Check that `file` is a wheel's file name and one plain path component, e.g.
+/// `setuptools-80.9.0-py3-none-any.whl`: an sdist, or a name an index made up (`../`,
+/// a separator, a control character), is refused, named.
+fn wheel_file(file: &str) -> Result<(), String> {
+    let plain = file
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '!'))
+        && !file.starts_with('.');
+    let shown = crate::text::text_value(file);
+    if !plain {
+        return Err(format!(
+            "`{shown}` is not a plain file name (letters, digits, `._-+!`)"
+        ));
+    }
+    match DistFilename::parse(file) {
+        Ok(DistFilename::Wheel(_)) => Ok(()),
+        Ok(DistFilename::Sdist(_)) => Err(format!(
+            "`{shown}` is an sdist: build requirements come only as wheels (nothing is built on the controller)"
+        )),
+        Err(error) => Err(format!("`{shown}` is not a wheel: {error}")),
     }
 }
 
@@ -302,49 +467,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn build_requirements_come_from_the_build_system_table() {
-        let pyproject = "[project]\nname = \"x\"\nrequires = [\"no\"]\n\n[build-system]\n# the backend\nrequires = [\n  \"setuptools>=61\",  # pinned low\n  'wheel',\n  \"scm[toml]>=8; python_version >= '3.8'\",\n]\nbuild-backend = \"setuptools.build_meta\"\n";
-        assert_eq!(
-            requires(Some(pyproject)),
-            [
-                "setuptools>=61",
-                "wheel",
-                "scm[toml]>=8; python_version >= '3.8'"
-            ]
+    fn only_plain_wheel_names_are_taken() {
+        assert!(wheel_file("setuptools-80.9.0-py3-none-any.whl").is_ok());
+        assert!(wheel_file("torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl").is_ok());
+        for refused in [
+            "setuptools-80.9.0.tar.gz",
+            "../setuptools-80.9.0-py3-none-any.whl",
+            "a/setuptools-80.9.0-py3-none-any.whl",
+            "setuptools-80.9.0-py3-none-any.whl\nx",
+            ".setuptools-80.9.0-py3-none-any.whl",
+            "setuptools.whl",
+        ] {
+            assert!(wheel_file(refused).is_err(), "{refused:?}");
+        }
+        assert!(
+            wheel_file("x-1.0.tar.gz")
+                .unwrap_err()
+                .contains("`x-1.0.tar.gz` is an sdist")
         );
-        assert_eq!(
-            requires(Some("[build-system]\nrequires = []\n")),
-            Vec::<String>::new()
-        );
-        assert_eq!(requires(Some("[project]\nname = \"x\"\n")), [FALLBACK]);
-        assert_eq!(requires(None), [FALLBACK]);
-    }
-
-    #[test]
-    fn pip_is_told_the_node_from_its_tags() {
-        let tags: Vec<String> = [
-            "cp311-cp311-manylinux_2_35_x86_64",
-            "cp311-abi3-manylinux_2_35_x86_64",
-            "cp311-none-manylinux_2_17_x86_64",
-            "cp311-cp311-linux_x86_64",
-            "py3-none-any",
-        ]
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-        assert_eq!(
-            Target::of(&tags),
-            Some(Target {
-                implementation: "cp".to_string(),
-                python_version: "311".to_string(),
-                abis: vec!["cp311".to_string()],
-                platforms: vec![
-                    "manylinux_2_35_x86_64".to_string(),
-                    "manylinux_2_17_x86_64".to_string(),
-                    "linux_x86_64".to_string()
-                ],
-            })
-        );
-        assert_eq!(Target::of(&[]), None);
     }
 }

@@ -12,8 +12,20 @@ pub enum ExecError {
     /// A file for the node could not be fetched or verified.
     #[error(transparent)]
     Download(#[from] crate::transport::download::DownloadError),
-    /// The build requirements of a source install could not be fetched on the
-    /// controller (`--fetch controller`).
+    /// The build requirements of a source install could not be read from the
+    /// `pyproject.toml` of its commit (`--fetch controller`).
+    #[error("Failed to read the build requirements of `{package}` at commit `{commit}`")]
+    BuildSystem {
+        /// e.g. `sglang`.
+        package: String,
+        /// The bundled commit, e.g. `4f1c…`.
+        commit: String,
+        /// Which file, and what is wrong in it.
+        #[source]
+        source: Box<crate::index::pyproject::BuildSystemError>,
+    },
+    /// The build requirements of a source install could not be resolved or fetched on
+    /// the controller (`--fetch controller`).
     #[error(
         "Failed to fetch the build requirements of `{package}` ({requires}) on the controller for this node: {reason}"
     )]
@@ -22,7 +34,7 @@ pub enum ExecError {
         package: String,
         /// e.g. `setuptools>=61, wheel`.
         requires: String,
-        /// What pip reported (credentials masked).
+        /// Why: the resolver's report, or the download that failed (credentials masked).
         reason: String,
     },
     /// A locked file could not be found on its index (`--fetch controller`).

@@ -4,7 +4,7 @@
 //! verification launch) run here too. Everything before the executor is pure.
 
 mod apply;
-mod build_requirements;
+pub mod build_requirements;
 pub mod environment;
 mod error;
 mod facts;

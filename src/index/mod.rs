@@ -10,6 +10,7 @@ mod model;
 pub mod pip_config;
 pub mod pip_files;
 pub mod pip_record;
+pub mod pyproject;
 pub mod requires_python;
 pub mod snapshot;
 pub mod tags;

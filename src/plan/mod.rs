@@ -158,6 +158,43 @@ impl NodePlan {
     }
 }
 
+/// What the controller resolves a source install's build requirements against
+/// (`--fetch controller`): the manifest's indexes, its index pins and policies, and
+/// the node the lock was resolved for.
+fn build_resolution(
+    manifest: &Manifest,
+    lock: &Lock,
+    index_urls: &BTreeMap<String, String>,
+) -> steps::BuildResolution {
+    let indexes = manifest
+        .indexes
+        .iter()
+        .filter_map(|index| {
+            Some(steps::BuildIndex {
+                name: index.name.clone(),
+                url: index_urls.get(&index.name)?.clone(),
+                explicit: index.explicit,
+            })
+        })
+        .collect();
+    let pins = manifest
+        .packages
+        .iter()
+        .filter_map(|package| match &package.origin {
+            PackageOrigin::Index {
+                index: Some(index), ..
+            } => Some((package.name.to_string(), index.clone())),
+            _ => None,
+        })
+        .collect();
+    steps::BuildResolution {
+        indexes,
+        pins,
+        environment: lock.assumed.clone(),
+        options: crate::resolve::Request::from_manifest(manifest, "").options,
+    }
+}
+
 /// Plan one node: python environment, toolkit, pip pins, source installs, ldconfig,
 /// env injection — in that order, each judged from the facts.
 pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
@@ -225,17 +262,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
         steps.push(pip.step);
         packages = Some(pip.packages);
     }
-    // Build requirements of source installs come from the first open index (through
-    // the controller with `--fetch controller`).
-    let build_index = manifest
-        .indexes
-        .iter()
-        .find(|index| !index.explicit)
-        .and_then(|index| {
-            index_urls
-                .get(&index.name)
-                .map(|url| (index.name.as_str(), url.as_str()))
-        });
+    let build_resolution = build_resolution(manifest, lock, index_urls);
     for package in &manifest.packages {
         if let PackageOrigin::Git(git) = &package.origin {
             steps.push(steps::source::plan(
@@ -243,7 +270,7 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
                 git,
                 python,
                 manifest_dir,
-                build_index,
+                &build_resolution,
                 package_facts,
                 delivery,
             )?);

@@ -65,7 +65,7 @@ pub struct TargetEnvironment {
 }
 
 /// The JSON form of a [`TargetEnvironment`] read by `--facts FILE`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FactsFile {
     /// e.g. `3.12.3`.

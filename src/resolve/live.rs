@@ -26,8 +26,9 @@ use super::environment::TargetEnvironment;
 use super::error::ResolveError;
 use super::request::Request;
 use super::{Stop, resolve_within};
-use crate::index::client::ClientError;
+use crate::index::client::explore::TargetPlatform;
 use crate::index::client::live::{LiveEvent, LiveIndex, LiveSummary};
+use crate::index::client::{ClientError, ExploreSettings};
 use crate::index::{IndexContents, Release, Universe};
 use crate::rules::RuleSet;
 
@@ -154,6 +155,40 @@ const MAX_BATCH_SHIFT: u32 = 5;
 /// (`numba-cuda` 0.30.4 to 0.30.0 took three runs of about 0.2 s each, one release at
 /// a time).
 const FIRST_WALK_SHIFT: u32 = 2;
+
+/// What the lazy fetcher is told of the node `environment` for a live resolution: its
+/// markers, interpreter and platform, dependencies followed, the newest match of each
+/// requirement read ahead (as the resolver tries first); no overrides or constraints,
+/// sdists kept, and bounds the caller sets.
+pub fn live_settings(
+    environment: &TargetEnvironment,
+    max_projects: usize,
+    max_releases: usize,
+) -> Result<ExploreSettings, ResolveError> {
+    let python = environment.python.release();
+    let python_version = Version::new([
+        python.first().copied().unwrap_or(3),
+        python.get(1).copied().unwrap_or(0),
+        python.get(2).copied().unwrap_or(0),
+    ]);
+    Ok(ExploreSettings {
+        markers: environment.markers()?,
+        python_version,
+        platform: Some(TargetPlatform {
+            glibc: (environment.glibc.major, environment.glibc.minor),
+            arch: environment.arch.as_str().to_string(),
+        }),
+        transitive: true,
+        max_projects,
+        // Read ahead: the newest match of each requirement, as the resolver tries first.
+        max_versions: 1,
+        max_releases,
+        only_indexes: None,
+        overrides: Vec::new(),
+        constraints: Vec::new(),
+        wheels_only: false,
+    })
+}
 
 /// Resolve `request` for `environment` over what `live` fetches; see the module
 /// documentation.

@@ -39,7 +39,7 @@ pub use compare::{Outcome, resolution_entries};
 pub use conflict::{Conflict, ConflictReport, Fact};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
 pub use error::ResolveError;
-pub use live::{LiveError, LiveResolution, resolve_live};
+pub use live::{LiveError, LiveResolution, live_settings, resolve_live};
 pub use lock::{FindingKind, LOCK_SCHEMA, Lock, LockFinding, LockedPackage, LockedSource};
 pub use lock_match::LockDifference;
 pub use package::{ResolverPackage, VirtualPackage};

@@ -18,6 +18,15 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     env::var(env::HOME).map(|home| PathBuf::from(home).join(".cache").join(CACHE_DIR_NAME))
 }
 
+/// Where the controller keeps the files it fetches for nodes (`--fetch controller`, git
+/// bundles, runfiles): `downloads` in [`default_cache_dir`], else
+/// `.cache/cuda-upgrade/downloads`.
+pub fn default_downloads_dir() -> PathBuf {
+    default_cache_dir()
+        .unwrap_or_else(|| PathBuf::from(".cache/cuda-upgrade"))
+        .join("downloads")
+}
+
 /// Where fleet runs keep their logs: `$XDG_STATE_HOME/cuda-upgrade/runs`, else
 /// `$HOME/.local/state/cuda-upgrade/runs`; `None` when neither variable is set.
 pub fn default_runs_dir() -> Option<PathBuf> {

@@ -145,23 +145,64 @@ impl fmt::Display for FetchMode {
     }
 }
 
-/// The build requirements of a source install, sent from the controller: pip on the
-/// controller downloads their wheels for the node's tags (once per set, kept in its
-/// cache) and the node builds with `--no-index --find-links DIR`.
+/// The build requirements of a source install, sent from the controller: the controller
+/// reads them from the bundled commit's `pyproject.toml`, resolves them for the node
+/// from the manifest's indexes with its own resolver (wheels only, each with the
+/// index's sha256), downloads and verifies the wheels (once per set, kept in its cache)
+/// and the node builds with `--no-index --find-links DIR`. Nothing of the source runs
+/// on the controller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildRequirements {
     /// The package built, e.g. `sglang`.
     pub package: String,
     /// Where its `pyproject.toml` is in the repository, e.g. `python`; `None`: the root.
     pub subdirectory: Option<String>,
-    /// The index to download from, e.g. `default`.
-    pub index: String,
-    /// Its URL (may carry credentials: never shown).
-    pub index_url: String,
-    /// The node's wheel tags, most preferred first.
-    pub tags: Vec<String>,
+    /// Where they are resolved from, and for what node.
+    pub resolution: BuildResolution,
     /// Where the wheels go on the node, e.g. `/var/tmp/cuda-upgrade/build/sglang`.
     pub dir: PathBuf,
+    /// What the controller knows of them before fetching anything (`plan` fills it in
+    /// from its cache); `None`: nothing yet.
+    pub known: Option<KnownBuildRequirements>,
+}
+
+/// The build requirements of a source as the controller's cache knows them: the commit
+/// its clone holds for the revision, what that commit's `pyproject.toml` declares, and
+/// the wheels resolved for this node before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownBuildRequirements {
+    /// e.g. `4f1c2d…`.
+    pub commit: String,
+    /// The declared requirements, e.g. `setuptools>=61`, or why they cannot be read.
+    pub declared: Result<Vec<String>, String>,
+    /// The pins resolved for this node before, e.g. `setuptools==80.9.0`; `None` when
+    /// they are resolved at `apply`.
+    pub resolved: Option<Vec<String>>,
+}
+
+/// What the controller resolves build requirements against: the manifest's indexes and
+/// policies, and the node its lock was resolved for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildResolution {
+    /// The manifest's indexes, highest priority first.
+    pub indexes: Vec<BuildIndex>,
+    /// Packages the manifest pins to an index, e.g. `torch` → `pytorch-cu130`.
+    pub pins: std::collections::BTreeMap<String, String>,
+    /// The node, as its lock assumed it (interpreter, glibc, machine, driver, GPUs).
+    pub environment: crate::resolve::FactsFile,
+    /// The manifest's pre-release and CUDA wheel policies.
+    pub options: crate::resolve::ResolveOptions,
+}
+
+/// An index build requirements may come from, e.g. `default`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildIndex {
+    /// e.g. `default`.
+    pub name: String,
+    /// Its URL (may carry credentials: never shown).
+    pub url: String,
+    /// An explicit index serves only the packages pinned to it.
+    pub explicit: bool,
 }
 
 /// Where secret values of the env step live on the node: root-only files in a
@@ -264,7 +305,7 @@ pub enum Operation {
         /// Where it goes on the node, e.g. `/var/tmp/cuda-upgrade/bundles/sglang.bundle`.
         path: PathBuf,
         /// The wheels of the build requirements to send with it (`--fetch controller`).
-        build: Option<BuildRequirements>,
+        build: Option<Box<BuildRequirements>>,
     },
     /// Replace (or append) the managed block of a file, keeping every other byte;
     /// creates the file when missing. A file whose markers do not pair up is refused.
@@ -342,11 +383,45 @@ impl Operation {
                     path.display()
                 );
                 if let Some(build) = build {
+                    let indexes: Vec<String> = build
+                        .resolution
+                        .indexes
+                        .iter()
+                        .map(|index| format!("`{}`", index.name))
+                        .collect();
                     text.push_str(&format!(
-                        ", and the wheels of its build requirements (its pyproject.toml's `[build-system] requires`), downloaded on the controller from index `{}` for this node's tags, to {}",
-                        build.index,
+                        ", and the wheels of its build requirements (its pyproject.toml's `[build-system] requires`, names and version ranges only), resolved on the controller for this node from index {} (wheels only, each checked against the index's sha256), to {}",
+                        indexes.join(", "),
                         build.dir.display()
                     ));
+                    if let Some(known) = &build.known {
+                        let quoted = |items: &[String]| {
+                            items
+                                .iter()
+                                .map(|item| format!("`{item}`"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        };
+                        let commit = known.commit.get(..12).unwrap_or(&known.commit);
+                        match &known.declared {
+                            Ok(declared) if declared.is_empty() => text.push_str(&format!(
+                                "\nbuild requirements of commit {commit}: none"
+                            )),
+                            Ok(declared) => text.push_str(&format!(
+                                "\nbuild requirements of commit {commit}: {}",
+                                quoted(declared)
+                            )),
+                            Err(reason) => text.push_str(&format!(
+                                "\nbuild requirements of commit {commit}: unreadable, `apply` stops here: {reason}"
+                            )),
+                        }
+                        if let Some(resolved) = &known.resolved {
+                            text.push_str(&format!(
+                                "\nresolved for this node before (reused): {}",
+                                quoted(resolved)
+                            ));
+                        }
+                    }
                 }
                 text
             }

@@ -12,8 +12,8 @@ use crate::manifest::{GitSource, has_credentials, redact_url};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
 use super::{
-    Action, BuildRequirements, Delivery, FetchMode, Installer, Operation, Placement, SECRETS_DIR,
-    Step, StepKind, Verification,
+    Action, BuildRequirements, BuildResolution, Delivery, FetchMode, Installer, Operation,
+    Placement, SECRETS_DIR, Step, StepKind, Verification,
 };
 
 /// Where checkouts live on the node.
@@ -120,11 +120,14 @@ pub fn plan(
     git: &GitSource,
     python: &Path,
     manifest_dir: &Path,
-    build_index: Option<(&str, &str)>,
+    build: &BuildResolution,
     facts: &NodeFacts,
     delivery: &Delivery,
 ) -> Result<Step, SourceError> {
     let Delivery { fetch, installer } = delivery;
+    // Build requirements come from the first open index (through the controller with
+    // `--fetch controller`, which resolves them over every index).
+    let build_index = build.indexes.iter().find(|index| !index.explicit);
     let mut patches = Vec::new();
     for path in &git.patches {
         let full = manifest_dir.join(path);
@@ -208,7 +211,7 @@ pub fn plan(
                 let bundle = PathBuf::from(super::STAGING_DIR)
                     .join("bundles")
                     .join(format!("{package}.bundle"));
-                let build = build_index.map(|(index, index_url)| {
+                let requirements = build_index.map(|_| {
                     let dir = PathBuf::from(super::STAGING_DIR)
                         .join("build")
                         .join(package);
@@ -216,21 +219,16 @@ pub fn plan(
                     BuildRequirements {
                         package: package.to_string(),
                         subdirectory: git.subdirectory.clone(),
-                        index: index.to_string(),
-                        index_url: index_url.to_string(),
-                        tags: facts
-                            .python
-                            .as_ref()
-                            .map(|python| python.tags.clone())
-                            .unwrap_or_default(),
+                        resolution: build.clone(),
                         dir,
+                        known: None,
                     }
                 });
                 operations.push(Operation::GitBundle {
                     url: git.url.clone(),
                     rev: git.rev.clone(),
                     path: bundle.clone(),
-                    build,
+                    build: requirements.map(Box::new),
                 });
                 let path = PathBuf::from(SECRETS_DIR).join(format!("source-{package}.git-url"));
                 operations.push(Operation::Upload {
@@ -243,7 +241,7 @@ pub fn plan(
         };
         // A node whose files the controller fetches reaches no index.
         let build_index = match fetch {
-            FetchMode::Node => build_index.map(|(_, url)| url).unwrap_or_default(),
+            FetchMode::Node => build_index.map_or("", |index| index.url.as_str()),
             FetchMode::Controller => NO_INDEX,
         };
         let index_url_file = secret_file(
@@ -326,6 +324,24 @@ mod tests {
         NodeFacts::read(&path).unwrap()
     }
 
+    fn resolution(index: &str) -> BuildResolution {
+        BuildResolution {
+            indexes: vec![super::super::BuildIndex {
+                name: "default".to_string(),
+                url: index.to_string(),
+                explicit: false,
+            }],
+            pins: std::collections::BTreeMap::new(),
+            environment: crate::resolve::TargetEnvironment::parse_facts(
+                r#"{"python": "3.12.3", "implementation": "cpython", "glibc": "2.35", "arch": "x86_64", "gpu_arch": []}"#,
+                "facts.json",
+            )
+            .unwrap()
+            .to_facts(),
+            options: crate::resolve::ResolveOptions::default(),
+        }
+    }
+
     /// See: issue 9 — git and index URLs with credentials never reach a command line,
     /// a plan or the install record; they go to root-only files.
     #[test]
@@ -343,7 +359,7 @@ mod tests {
             &git,
             Path::new("/opt/env/bin/python3"),
             Path::new("."),
-            Some(("default", &index)),
+            &resolution(&index),
             &facts(),
             &Delivery::default(),
         )

@@ -223,6 +223,15 @@ async fn run_git(
     args: &[&std::ffi::OsStr],
     failed: &dyn Fn(String) -> DownloadError,
 ) -> Result<String, DownloadError> {
+    let stdout = git_output(args, failed).await?;
+    Ok(String::from_utf8_lossy(&stdout).trim().to_string())
+}
+
+/// [`run_git`], its stdout as the bytes git wrote.
+async fn git_output(
+    args: &[&std::ffi::OsStr],
+    failed: &dyn Fn(String) -> DownloadError,
+) -> Result<Vec<u8>, DownloadError> {
     let mut command = tokio::process::Command::new("git");
     command
         .args(args)
@@ -233,7 +242,7 @@ async fn run_git(
         .map_err(|_| failed(format!("git ran past {} s", GIT_BOUND.as_secs())))?
         .map_err(|error| failed(format!("git could not run: {error}")))?;
     if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+        Ok(output.stdout)
     } else {
         Err(failed(crate::manifest::redact_text(
             String::from_utf8_lossy(&output.stderr).trim(),
@@ -253,23 +262,99 @@ pub struct Bundle {
 }
 
 impl Bundle {
-    /// The text of the file at `path` (relative to the repository's root) in the bundled
-    /// commit; `None` when the commit has no such file.
-    pub async fn file(&self, path: &str) -> Option<String> {
-        let failed = |reason: String| DownloadError::Git {
-            url: self.repo.display().to_string(),
-            rev: self.commit.clone(),
-            reason,
-        };
-        let object = format!("{}:{path}", self.commit);
-        let args: [&std::ffi::OsStr; 4] = [
-            "-C".as_ref(),
-            self.repo.as_os_str(),
-            "show".as_ref(),
-            object.as_ref(),
-        ];
-        run_git(&args, &failed).await.ok()
+    /// The bytes of the regular file at `path` (relative to the repository's root) in
+    /// the bundled commit ([`file_at`]).
+    pub async fn file(&self, path: &str, limit: u64) -> Result<Option<Vec<u8>>, DownloadError> {
+        file_at(&self.repo, &self.commit, path, limit).await
     }
+}
+
+/// The bytes of the regular file at `path` (relative to the repository's root) in
+/// `commit` of the clone `repo`, refused above `limit` bytes; `None` when the commit
+/// has no such file. A link or a directory there is an error: it is not read through.
+pub async fn file_at(
+    repo: &Path,
+    commit: &str,
+    path: &str,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, DownloadError> {
+    let failed = |reason: String| DownloadError::Git {
+        url: repo.display().to_string(),
+        rev: commit.to_string(),
+        reason,
+    };
+    let in_repo = |rest: &[&str]| -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec!["-C".into(), repo.as_os_str().to_os_string()];
+        args.extend(rest.iter().map(|arg| std::ffi::OsString::from(*arg)));
+        args
+    };
+    let run = |args: Vec<std::ffi::OsString>| {
+        let failed = &failed;
+        async move {
+            let args: Vec<&std::ffi::OsStr> =
+                args.iter().map(std::ffi::OsString::as_os_str).collect();
+            git_output(&args, failed).await
+        }
+    };
+    // `MODE TYPE OBJECT SIZE<TAB>PATH`, nothing when the commit has no such path.
+    let listed = run(in_repo(&["ls-tree", "-l", "-z", commit, "--", path])).await?;
+    let listed = String::from_utf8_lossy(&listed);
+    let Some(entry) = listed.split('\0').find(|entry| !entry.is_empty()) else {
+        return Ok(None);
+    };
+    let fields: Vec<&str> = entry
+        .split('\t')
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let (mode, object, size) = match fields.as_slice() {
+        [mode, "blob", object, size] => (*mode, *object, size.parse::<u64>().ok()),
+        _ => {
+            return Err(failed(format!("`{path}` is not a file in the commit")));
+        }
+    };
+    if !matches!(mode, "100644" | "100755") {
+        return Err(failed(format!(
+            "`{path}` is not a regular file in the commit (mode {mode})"
+        )));
+    }
+    if size.is_none_or(|size| size > limit) {
+        return Err(failed(format!("`{path}` is larger than {limit} bytes")));
+    }
+    run(in_repo(&["cat-file", "blob", object])).await.map(Some)
+}
+
+/// The clone of `url` that the cache holds and the commit `rev` names in it, without
+/// fetching anything; `None` when the cache has no clone or the clone lacks `rev`.
+pub async fn cached_commit(url: &str, rev: &str, cache_dir: &Path) -> Option<(PathBuf, String)> {
+    if rev.is_empty() || rev.starts_with('-') {
+        return None;
+    }
+    let key = hex::encode(Sha256::digest(url.as_bytes()));
+    let repo = cache_dir.join("git").join(&key[..16]);
+    if !repo.join("HEAD").is_file() {
+        return None;
+    }
+    let flight = in_flight(&repo);
+    let _flight = flight.lock().await;
+    let failed = |reason: String| DownloadError::Git {
+        url: crate::manifest::redact_url(url),
+        rev: rev.to_string(),
+        reason,
+    };
+    let commit_of = format!("{rev}^{{commit}}");
+    let args: [&std::ffi::OsStr; 7] = [
+        "-C".as_ref(),
+        repo.as_os_str(),
+        "rev-parse".as_ref(),
+        "--verify".as_ref(),
+        "--quiet".as_ref(),
+        "--end-of-options".as_ref(),
+        commit_of.as_ref(),
+    ];
+    let commit = run_git(&args, &failed).await.ok()?;
+    Some((repo, commit))
 }
 
 /// A `git bundle` of `rev` of the repository at `url`, made from a bare clone kept in

@@ -165,6 +165,7 @@ pub async fn record_snapshot(
         only_indexes: only_indexes.clone(),
         overrides,
         constraints,
+        wheels_only: false,
     };
     let client = IndexClient::new(request.client.clone())?;
     let exploration = explore(&client, &sources, &roots, &settings, reporter).await?;

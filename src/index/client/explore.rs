@@ -76,6 +76,10 @@ pub struct ExploreSettings {
     pub overrides: Vec<Requirement>,
     /// Requirements that narrow their package when it is in the closure.
     pub constraints: Vec<Requirement>,
+    /// Leave every sdist out, as a file that cannot install on the target: nothing is
+    /// downloaded or built to read an sdist's metadata (the build requirements the
+    /// controller fetches, where nothing of a source may run).
+    pub wheels_only: bool,
 }
 
 /// A Linux platform as a manylinux tag says it, e.g. `manylinux_2_35_x86_64`.
@@ -699,7 +703,7 @@ fn file_usable(
         return false;
     }
     match dist {
-        DistFilename::Sdist(_) => true,
+        DistFilename::Sdist(_) => !settings.wheels_only,
         DistFilename::Wheel(wheel) => wheel.tags.iter().any(|tag| tag_usable(settings, tag)),
     }
 }

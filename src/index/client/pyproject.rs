@@ -13,7 +13,9 @@ use std::str::FromStr;
 
 use pep440_rs::{Version, VersionSpecifiers};
 use pep508_rs::{PackageName, Requirement};
-use toml_edit::{Document, Item, Value};
+use toml_edit::Item;
+
+use crate::index::pyproject::{document, strings};
 
 /// `METADATA` text from `pyproject.toml` when its dependency fields are static, for the
 /// sdist of `name` `version`.
@@ -23,14 +25,10 @@ pub(super) fn static_metadata(
     version: &Version,
 ) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(text).ok()?;
-    let document = Document::parse(text).ok()?;
+    let document = document(text).ok()?;
     let project = document.get("project")?.as_table_like()?;
     let dynamic: Vec<&str> = match project.get("dynamic") {
-        Some(item) => item
-            .as_array()?
-            .iter()
-            .map(Value::as_str)
-            .collect::<Option<Vec<&str>>>()?,
+        Some(item) => strings(item)?,
         None => Vec::new(),
     };
     if dynamic.iter().any(|field| {
@@ -87,11 +85,11 @@ pub(super) fn static_metadata(
     Some(metadata.into_bytes())
 }
 
-/// An array of PEP 508 strings, each checked to parse.
+/// An array of PEP 508 strings, each checked to parse (by the guarded parser).
 fn requirements(item: &Item) -> Option<Vec<Requirement>> {
-    item.as_array()?
-        .iter()
-        .map(|value| Requirement::from_str(value.as_str()?).ok())
+    strings(item)?
+        .into_iter()
+        .map(|text| crate::pep508::parse_requirement(text).ok())
         .collect()
 }
 
