@@ -21,5 +21,6 @@ pub use model::*;
 pub const JSON_SCHEMA: &str = include_str!("../../manifests/schema.json");
 
 pub use redact::{
-    MASK, Masking, has_credentials, mask_url, placeholder_name, redact_text, redact_url,
+    MASK, Masking, RedactedUrl, has_credentials, mask_url, placeholder_name, redact_text,
+    redact_url,
 };

@@ -161,8 +161,62 @@ pub fn mask_url(text: &str, masking: &Masking<'_>) -> String {
     out
 }
 
+/// A URL as any output may show it: its credentials masked by [`redact_url`] and every
+/// character that could break or hide a line escaped, e.g.
+/// `https://user:***@mirror.example/simple/`. Errors, reports and logs hold this type,
+/// never the URL itself, so no path a failure takes (terminal, JSON, node logs, a Slurm
+/// drain reason, a Kubernetes annotation) can show a credential.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(into = "String")]
+pub struct RedactedUrl(String);
+
+impl RedactedUrl {
+    /// Mask `url`, e.g. `https://u:t@host/x?token=y` → `https://u:***@host/x?token=***`.
+    pub fn new(url: &str) -> Self {
+        Self(crate::text::text_value(&redact_url(url)))
+    }
+
+    /// The masked URL, e.g. `https://u:***@host/x`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&url::Url> for RedactedUrl {
+    fn from(url: &url::Url) -> Self {
+        Self::new(url.as_str())
+    }
+}
+
+impl From<RedactedUrl> for String {
+    fn from(url: RedactedUrl) -> Self {
+        url.0
+    }
+}
+
+impl std::ops::Deref for RedactedUrl {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<&str> for RedactedUrl {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl std::fmt::Display for RedactedUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Mask every URL with credentials inside free text, e.g. an error message that quotes
-/// one: each whitespace- or backtick-delimited word that is such a URL is redacted.
+/// one: each word that is such a URL is redacted, words ending at whitespace and at the
+/// quotes and brackets programs put around a URL (`` ` ``, `'`, `"`, `(`, `)`, `<`, `>`;
+/// git writes `unable to access 'https://token@host/repo/'`).
 pub fn redact_text(text: &str) -> String {
     if !text.contains("://") {
         return text.to_string();
@@ -170,7 +224,7 @@ pub fn redact_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word_start = 0;
     for (index, ch) in text.char_indices() {
-        if ch.is_whitespace() || ch == '`' {
+        if ch.is_whitespace() || matches!(ch, '`' | '\'' | '"' | '(' | ')' | '<' | '>') {
             out.push_str(&redact_url(&text[word_start..index]));
             out.push(ch);
             word_start = index + ch.len_utf8();
@@ -262,6 +316,30 @@ mod tests {
         assert_eq!(
             redact_text("invalid `https://u:p@h/x` here"),
             "invalid `https://u:***@h/x` here"
+        );
+    }
+
+    /// See: issue 33. Failure text quotes URLs the way programs do (git in single
+    /// quotes, reqwest in parentheses); a token as the user name is masked there too,
+    /// and a [`RedactedUrl`] holds no credential and no line break.
+    #[test]
+    fn urls_quoted_by_programs_are_masked() {
+        assert_eq!(
+            redact_text("fatal: unable to access 'https://ghp_tok3n@host.example/org/repo/': 403"),
+            "fatal: unable to access 'https://***@host.example/org/repo/': 403"
+        );
+        assert_eq!(
+            redact_text("error sending request for url (https://u:pw@host.example/simple/x/)"),
+            "error sending request for url (https://u:***@host.example/simple/x/)"
+        );
+        assert_eq!(
+            redact_text("<https://host.example/x?token=abc>"),
+            "<https://host.example/x?token=***>"
+        );
+        let url = RedactedUrl::new("https://u:pw@host.example/\u{2028}x?token=abc");
+        assert_eq!(
+            url.as_str(),
+            "https://u:***@host.example/\\u{2028}x?token=***"
         );
     }
 }

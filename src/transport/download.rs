@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use crate::manifest::RedactedUrl;
 use crate::manifest::Sha256 as Digest256;
 
 /// Failed to fetch a file for nodes.
@@ -15,8 +16,8 @@ pub enum DownloadError {
     /// The URL could not be fetched.
     #[error("Failed to download `{url}`")]
     Http {
-        /// The URL (without credentials).
-        url: String,
+        /// The URL, credentials masked.
+        url: RedactedUrl,
         /// What the client reported.
         #[source]
         source: reqwest::Error,
@@ -24,16 +25,18 @@ pub enum DownloadError {
     /// The server answered with an error status.
     #[error("Failed to download `{url}`: HTTP {status}")]
     Status {
-        /// The URL.
-        url: String,
+        /// The URL, credentials masked.
+        url: RedactedUrl,
         /// e.g. `404 Not Found`.
         status: reqwest::StatusCode,
     },
     /// The content does not have the manifest's digest.
-    #[error("Failed to verify `{url}`: its sha256 is `{actual}`, the manifest says `{expected}`")]
+    #[error(
+        "Failed to verify `{url}`: its sha256 is `{actual}`, the lock or manifest says `{expected}`"
+    )]
     Digest {
-        /// The URL.
-        url: String,
+        /// The URL, credentials masked.
+        url: RedactedUrl,
         /// From the manifest.
         expected: String,
         /// Of what arrived.
@@ -42,8 +45,8 @@ pub enum DownloadError {
     /// The repository could not be cloned or bundled on the controller.
     #[error("Failed to bundle `{url}` at `{rev}` on the controller: {reason}")]
     Git {
-        /// The repository (without credentials).
-        url: String,
+        /// The repository, credentials masked.
+        url: RedactedUrl,
         /// The revision.
         rev: String,
         /// What git reported.
@@ -58,6 +61,24 @@ pub enum DownloadError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// How long a download may take to connect, and to wait between two reads: a stalled
+/// server ends the download instead of holding a node's step forever.
+const CONNECT_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
+const READ_BOUND: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The one HTTP client of the controller's downloads, with its bounds.
+fn client() -> Result<reqwest::Client, reqwest::Error> {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    if let Some(client) = CLIENT.get() {
+        return Ok(client.clone());
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(CONNECT_BOUND)
+        .read_timeout(READ_BOUND)
+        .build()?;
+    Ok(CLIENT.get_or_init(|| client).clone())
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> DownloadError + '_ {
@@ -180,14 +201,21 @@ pub async fn fetch_as(
             out.write_all(&buffer[..read]).await.map_err(io(&partial))?;
         }
     } else {
-        let http = |source| DownloadError::Http {
-            url: url.to_string(),
-            source,
+        // A reqwest error names the URL it failed on, credentials and all: the error
+        // keeps only the masked one.
+        let http = |source: reqwest::Error| DownloadError::Http {
+            url: RedactedUrl::new(url),
+            source: source.without_url(),
         };
-        let mut response = reqwest::get(url).await.map_err(http)?;
+        let mut response = client()
+            .map_err(http)?
+            .get(url)
+            .send()
+            .await
+            .map_err(http)?;
         if !response.status().is_success() {
             return Err(DownloadError::Status {
-                url: url.to_string(),
+                url: RedactedUrl::new(url),
                 status: response.status(),
             });
         }
@@ -202,7 +230,7 @@ pub async fn fetch_as(
     if actual != sha256.as_str() {
         let _ = tokio::fs::remove_file(&partial).await;
         return Err(DownloadError::Digest {
-            url: url.to_string(),
+            url: RedactedUrl::new(url),
             expected: sha256.to_string(),
             actual,
         });
@@ -279,7 +307,7 @@ pub async fn file_at(
     limit: u64,
 ) -> Result<Option<Vec<u8>>, DownloadError> {
     let failed = |reason: String| DownloadError::Git {
-        url: repo.display().to_string(),
+        url: RedactedUrl::new(&repo.display().to_string()),
         rev: commit.to_string(),
         reason,
     };
@@ -339,7 +367,7 @@ pub async fn cached_commit(url: &str, rev: &str, cache_dir: &Path) -> Option<(Pa
     let flight = in_flight(&repo);
     let _flight = flight.lock().await;
     let failed = |reason: String| DownloadError::Git {
-        url: crate::manifest::redact_url(url),
+        url: RedactedUrl::new(url),
         rev: rev.to_string(),
         reason,
     };
@@ -362,7 +390,7 @@ pub async fn cached_commit(url: &str, rev: &str, cache_dir: &Path) -> Option<(Pa
 /// A revision that is a commit rather than a ref is bundled as `refs/heads/pinned`.
 pub async fn git_bundle(url: &str, rev: &str, cache_dir: &Path) -> Result<Bundle, DownloadError> {
     use std::ffi::OsStr;
-    let shown = crate::manifest::redact_url(url);
+    let shown = RedactedUrl::new(url);
     let failed = |reason: String| DownloadError::Git {
         url: shown.clone(),
         rev: rev.to_string(),

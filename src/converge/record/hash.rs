@@ -175,7 +175,8 @@ pub async fn record_hashes(request: HashRequest<'_>) -> Result<HashReport, Recor
                 url: location
                     .project_url(&name)
                     .map(|url| redact(&url))
-                    .unwrap_or_else(|_| redact(&location.url)),
+                    .unwrap_or_else(|_| redact(&location.url))
+                    .into(),
             });
         };
         let digest = client.file_digest(&location, &listed).await?;

@@ -330,7 +330,7 @@ fn index_reports(
             name: contents.name.clone(),
             url: only_indexes
                 .is_none_or(|only| only.contains(&contents.name))
-                .then(|| redact(&source.location.url)),
+                .then(|| redact(&source.location.url).into()),
             packages: contents.packages.len(),
             releases: contents.packages.values().map(Vec::len).sum(),
         })

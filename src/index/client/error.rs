@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::index::metadata::MetadataError;
+use crate::manifest::RedactedUrl;
 
 /// Failed to talk to an index, or to make sense of what it sent.
 #[derive(Debug, thiserror::Error)]
@@ -15,7 +16,7 @@ pub enum ClientError {
     #[error("Failed to fetch `{url}` from index `{index}`")]
     Request {
         /// e.g. `https://mirror.example/simple/torch/`.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
         /// The transport error.
@@ -26,7 +27,7 @@ pub enum ClientError {
     #[error("Failed to fetch `{url}` from index `{index}`: no response within {}s", timeout.as_secs_f64())]
     Timeout {
         /// e.g. `https://mirror.example/simple/torch/`.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
         /// The limit that ran out, e.g. `60s`.
@@ -36,7 +37,7 @@ pub enum ClientError {
     #[error("Failed to fetch `{url}` from index `{index}`: HTTP {status}")]
     Status {
         /// e.g. `https://mirror.example/simple/torch/`.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
         /// e.g. `503 Service Unavailable`.
@@ -46,7 +47,7 @@ pub enum ClientError {
     #[error("Failed to parse the project page `{url}` from index `{index}`: {reason}")]
     Page {
         /// e.g. `https://mirror.example/simple/torch/`.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
         /// e.g. `expected value at line 1 column 1`.
@@ -58,7 +59,7 @@ pub enum ClientError {
     )]
     HashMismatch {
         /// e.g. `https://mirror.example/files/a-1.0-py3-none-any.whl.metadata`.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
         /// The digest announced.
@@ -101,7 +102,7 @@ pub enum ClientError {
     #[error("Failed to read the zip directory of `{url}` from index `{index}`: {reason}")]
     Zip {
         /// e.g. `https://mirror.example/files/a-1.0-py3-none-any.whl`.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
         /// e.g. `the file needs more than 8 range requests`.
@@ -113,7 +114,7 @@ pub enum ClientError {
     )]
     Offline {
         /// e.g. `https://mirror.example/simple/torch/`.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
     },
@@ -130,7 +131,7 @@ pub enum ClientError {
     #[error("Failed to use `{url}` as the URL of index `{index}`: {reason}")]
     IndexUrl {
         /// The URL as given, credentials removed.
-        url: String,
+        url: RedactedUrl,
         /// e.g. `default`.
         index: String,
         /// e.g. `relative URL without a base`.

@@ -114,7 +114,7 @@ impl Http {
 
     /// GET a project page, revalidating a cached copy with `ETag` / `Last-Modified`.
     pub async fn page(&self, index: &str, url: &Url) -> Result<PageResponse, ClientError> {
-        let key = redact(url);
+        let key = String::from(redact(url));
         let cached = match &self.cache {
             Some(cache) => cache.page(&key)?,
             None => None,
@@ -123,7 +123,7 @@ impl Http {
             return match cached {
                 Some((page, body)) => Ok(found(page, body, url)),
                 None => Err(ClientError::Offline {
-                    url: key,
+                    url: redact(url),
                     index: index.to_string(),
                 }),
             };
@@ -168,7 +168,7 @@ impl Http {
                 };
                 let page = CachedPage {
                     url: key,
-                    final_url: redact(&reply.final_url),
+                    final_url: redact(&reply.final_url).into(),
                     content_type: text(CONTENT_TYPE),
                     etag: text(ETAG),
                     last_modified: text(LAST_MODIFIED),

@@ -129,7 +129,7 @@ impl IndexClient {
     ) -> Result<CoreMetadata, ClientError> {
         let key = match &file.sha256 {
             Some(sha256) => format!("sha256:{sha256}:{}", file.filename),
-            None => redact(&file.url),
+            None => redact(&file.url).into(),
         };
         let metadata_error = |source| ClientError::Metadata {
             filename: file.filename.clone(),

@@ -7,6 +7,8 @@ use std::time::Duration;
 use pep508_rs::PackageName;
 use url::Url;
 
+use crate::manifest::RedactedUrl;
+
 use super::error::ClientError;
 
 /// The client's policies.
@@ -100,11 +102,11 @@ impl IndexLocation {
 /// A URL with its credentials masked by the one masker every output uses
 /// ([`crate::manifest::redact_url`]), e.g. `https://token:x@mirror.example/simple/` →
 /// `https://token:***@mirror.example/simple/`.
-pub fn redact(url: &Url) -> String {
-    crate::manifest::redact_url(url.as_str())
+pub fn redact(url: &Url) -> RedactedUrl {
+    RedactedUrl::from(url)
 }
 
 /// [`redact`] for a string that may not parse as a URL.
-pub(super) fn redact_str(url: &str) -> String {
-    crate::manifest::redact_url(url)
+pub(super) fn redact_str(url: &str) -> RedactedUrl {
+    RedactedUrl::new(url)
 }

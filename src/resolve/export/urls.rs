@@ -65,7 +65,8 @@ pub async fn file_urls(
             url: location
                 .project_url(name)
                 .map(|url| redact(&url))
-                .unwrap_or_else(|_| redact(&location.url)),
+                .unwrap_or_else(|_| redact(&location.url))
+                .into(),
         };
         let files = client
             .fetch_project(&location, name)
