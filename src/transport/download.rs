@@ -531,4 +531,59 @@ mod tests {
         let error = fetch(&url, &wrong, &cache).await.unwrap_err();
         assert!(error.to_string().contains("its sha256 is"), "{error}");
     }
+
+    /// A loopback HTTP server answering each connection with `status` and `body`, for
+    /// `connections` connections; its address.
+    async fn serve(status: &'static str, body: &'static [u8], connections: usize) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            for _ in 0..connections {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request).await;
+                let head = format!(
+                    "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(body).await;
+            }
+        });
+        address.to_string()
+    }
+
+    /// See: issue 33, case 4. A download that fails (an HTTP error, a digest mismatch,
+    /// a refused connection) names its URL with the credentials masked, in its own text
+    /// and in every cause below it, so no output it reaches (text, JSON, node logs, a
+    /// drain reason) can show them.
+    #[tokio::test]
+    async fn failed_downloads_never_show_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        let digest: Digest256 = "0".repeat(64).parse().unwrap();
+        let not_found = serve("404 Not Found", b"", 1).await;
+        let wrong = serve("200 OK", b"not the file", 1).await;
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().to_string()
+        };
+        for address in [not_found, wrong, closed] {
+            let url = format!(
+                "http://operator:s3cret-pw@{address}/simple/a/a-1.0-py3-none-any.whl?token=t0ken"
+            );
+            let error = fetch(&url, &digest, dir.path()).await.unwrap_err();
+            let text = crate::text::error_chain(&error);
+            assert!(
+                !text.contains("s3cret-pw") && !text.contains("t0ken"),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("http://operator:***@{address}/")),
+                "{text}"
+            );
+        }
+    }
 }
