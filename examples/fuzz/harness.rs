@@ -6,18 +6,29 @@
 //! feeds it to: the manifest loader and validator, the YAML layer, the facts parser,
 //! the shell quoting (quote → split gives back the word; a sample is run by `sh`), and
 //! the sitecustomize renderer (`steps::env::block`, then `managed_block::splice` and
-//! `find`, which must give back the block). A case fails when anything panics, when a
-//! property does not hold, or when one case takes longer than [`SLOW_CASE`].
-//! Nothing here talks to a network.
+//! `find`, which must give back the block), and, for issue 33, the lock reader, the
+//! project page reader (HTML and JSON) and the requirements, `pylock.toml` and `.pth`
+//! writers, with the property that no output holds more lines or entries than its
+//! inputs allow: every line a reader of any kind splits off (Python's `str.splitlines`
+//! knows U+2028 and more) is a line the writer meant. A case fails when anything
+//! panics, when a property does not hold, or when one case takes longer than
+//! [`SLOW_CASE`]. Nothing here talks to a network.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeMap;
+
 use cuda_upgrade::facts::NodeFacts;
+use cuda_upgrade::index::client::simple;
+use cuda_upgrade::index::filename::DistFileName;
 use cuda_upgrade::managed_block;
 use cuda_upgrade::manifest::{self, EnvScope, yaml};
+use cuda_upgrade::resolve::export::{self, ExportIndex, LockedFileUrl};
+use cuda_upgrade::resolve::{Lock, LockedSource};
 use cuda_upgrade::shell;
 use cuda_upgrade::steps::env::{self, ResolvedVar};
+use cuda_upgrade::text::is_line_break;
 
 /// One case taking longer than this is a failure: cost must stay bounded.
 pub const SLOW_CASE: Duration = Duration::from_secs(2);
@@ -292,6 +303,16 @@ fn check_case(seeds: &Seeds, seed: u64) -> Result<(), String> {
         EnvScope::Interpreter
     };
     let block = env::block(&vars, &word, secrets_file, scope);
+    // Whatever the values hold, the block is printable ASCII on the lines it meant.
+    if let Some(byte) = block
+        .bytes()
+        .find(|byte| *byte != b'\n' && !(b' '..=b'~').contains(byte))
+    {
+        return Err(format!(
+            "a .pth block byte outside printable ASCII: {byte:#04x}"
+        ));
+    }
+    same_lines("the .pth block", &block)?;
     // In a `.pth` file `site` runs only lines that start with `import`: every line of the
     // block is one of those or a comment, whatever the values hold.
     if scope == EnvScope::Environment
@@ -303,6 +324,8 @@ fn check_case(seeds: &Seeds, seed: u64) -> Result<(), String> {
             "a .pth block line that site would not run: {line:?}"
         ));
     }
+    check_lock(&text)?;
+    check_page(&input)?;
     let _ = managed_block::find(&input, env::MARKER);
     if let Ok(spliced) = managed_block::splice(&input, env::MARKER, &block) {
         match managed_block::find(&spliced, env::MARKER) {
@@ -311,6 +334,136 @@ fn check_case(seeds: &Seeds, seed: u64) -> Result<(), String> {
                 return Err(format!(
                     "splice then find did not give back the block: {other:?}"
                 ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every line any reader splits `text` into is a line split at `\n`: no U+2028, U+0085,
+/// form feed or other separator starts a line of its own.
+fn same_lines(what: &str, text: &str) -> Result<(), String> {
+    let anywhere = text.split(is_line_break).count();
+    let meant = text.split('\n').count();
+    if anywhere == meant {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: {anywhere} lines for a reader of any separator, {meant} meant:\n{text}"
+        ))
+    }
+}
+
+/// The lock reader, then the exporters of what it accepted: the requirements file holds
+/// one requirement per indexed package and nothing but comments, index options,
+/// requirements and hashes; `pylock.toml` parses as TOML with one `[[packages]]` table
+/// per indexed package; a lock read back from its own JSON is the same lock.
+fn check_lock(text: &str) -> Result<(), String> {
+    let Ok(lock) = Lock::from_json(text) else {
+        return Ok(());
+    };
+    let json = serde_json::to_string(&lock).map_err(|error| format!("lock to JSON: {error}"))?;
+    match Lock::from_json(&json) {
+        Ok(again) if again == lock => {}
+        other => return Err(format!("a lock read back from its JSON differs: {other:?}")),
+    }
+    let mut indexes: Vec<ExportIndex> = Vec::new();
+    let mut urls: BTreeMap<String, LockedFileUrl> = BTreeMap::new();
+    let mut indexed = 0;
+    for package in &lock.packages {
+        let LockedSource::Index {
+            index,
+            file,
+            sha256,
+        } = &package.source
+        else {
+            continue;
+        };
+        if sha256.is_none() {
+            return Ok(());
+        }
+        indexed += 1;
+        if !indexes.iter().any(|known| known.name == index.as_str()) {
+            indexes.push(ExportIndex {
+                name: index.to_string(),
+                url: (indexes.len() % 2 == 0).then(|| {
+                    format!(
+                        "https://user:pw@index{}.example.invalid/simple/",
+                        indexes.len()
+                    )
+                }),
+                explicit: false,
+            });
+        }
+        urls.insert(
+            package.name.to_string(),
+            LockedFileUrl {
+                index_url: "https://index.example.invalid/simple/".to_string(),
+                file_url: format!("https://files.example.invalid/{file}"),
+                others: Vec::new(),
+            },
+        );
+    }
+    if let Ok(requirements) = export::requirements_txt(&lock, &indexes, &BTreeMap::new()) {
+        same_lines("requirements.txt", &requirements)?;
+        let mut requirement_lines = 0;
+        for line in requirements.lines() {
+            let hash = line
+                .strip_prefix("    --hash=sha256:")
+                .map(|rest| rest.trim_end_matches(" \\"));
+            let allowed = line.is_empty()
+                || line.starts_with('#')
+                || line.starts_with("--index-url https://")
+                || line.starts_with("--extra-index-url https://")
+                || hash.is_some_and(|digits| {
+                    digits.len() == 64 && digits.bytes().all(|byte| byte.is_ascii_hexdigit())
+                });
+            if line.contains("==") && !line.starts_with('#') && line.ends_with(" \\") {
+                requirement_lines += 1;
+            } else if !allowed {
+                return Err(format!("requirements.txt line {line:?}:\n{requirements}"));
+            }
+        }
+        if requirement_lines != indexed {
+            return Err(format!(
+                "requirements.txt has {requirement_lines} requirements for {indexed} packages:\n{requirements}"
+            ));
+        }
+    }
+    if let Ok(pylock) = export::pylock(&lock, &urls) {
+        same_lines("pylock.toml", &pylock)?;
+        let document = pylock
+            .parse::<toml_edit::DocumentMut>()
+            .map_err(|error| format!("pylock.toml does not parse: {error}\n{pylock}"))?;
+        let tables = document
+            .get("packages")
+            .and_then(|item| item.as_array_of_tables())
+            .map_or(0, |tables| tables.len());
+        if tables != indexed {
+            return Err(format!(
+                "pylock.toml has {tables} packages for {indexed}:\n{pylock}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The project page reader, as HTML and as JSON: every file it lists has a name that is
+/// one path component of a distribution's characters.
+fn check_page(body: &[u8]) -> Result<(), String> {
+    let (Ok(page), Ok(index)) = (
+        url::Url::parse("https://index.example.invalid/simple/torch/"),
+        url::Url::parse("https://user:pw@index.example.invalid/simple/"),
+    ) else {
+        return Err("the page URLs do not parse".to_string());
+    };
+    for content_type in ["text/html", "application/vnd.pypi.simple.v1+json"] {
+        let Ok(files) = simple::parse_page(body, Some(content_type), &page, &index) else {
+            continue;
+        };
+        for file in files {
+            if DistFileName::new(file.filename.as_str()).is_err() {
+                return Err(format!("a page listed the file name {:?}", file.filename));
             }
         }
     }
