@@ -64,7 +64,8 @@ impl std::str::FromStr for DrainKind {
             "kubernetes" => Ok(Self::Kubernetes),
             "command" => Ok(Self::Command),
             other => Err(format!(
-                "`{other}` is not a drain (slurm, kubernetes, command, none)"
+                "`{}` is not a drain (slurm, kubernetes, command, none)",
+                crate::text::text_value(other)
             )),
         }
     }
@@ -98,7 +99,10 @@ impl std::str::FromStr for CommandSide {
         match text {
             "controller" => Ok(Self::Controller),
             "node" => Ok(Self::Node),
-            other => Err(format!("`{other}` is not controller or node")),
+            other => Err(format!(
+                "`{}` is not controller or node",
+                crate::text::text_value(other)
+            )),
         }
     }
 }
