@@ -1000,8 +1000,9 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         "all:\n  hosts:\n    node0:\n    node1:\n",
     );
     // See: issue 33 — the testbed makes each node's staging directory root-only: node0
-    // starts without one, as a fresh node does; node1 with the 0755 one an earlier
-    // version made.
+    // starts without one, as a fresh node does (here its toolkit step stages the runfile
+    // there before any wheel; `transport::file`'s tests make it on the way to `wheels`);
+    // node1 with the 0755 one an earlier version made, which failed before the fix.
     testbed
         .ssh_ok("node0", "rm -rf /var/tmp/cuda-upgrade")
         .unwrap();
