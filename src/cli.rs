@@ -379,8 +379,9 @@ pub struct RolloutArgs {
     pub drain_timeout: std::time::Duration,
     /// The node's Slurm or Kubernetes name with `--host`/`--local` (default: the host
     /// name); with `-i`, each host's `cuda_upgrade_drain_name`, else its inventory name.
-    #[arg(long, value_name = "NAME")]
-    pub drain_name: Option<String>,
+    /// One node: `ALL`, a hostlist (`node[1-4]`, `a,b`) or a nodeset (`@gpu`) is refused.
+    #[arg(long, value_name = "NAME", conflicts_with = "inventory")]
+    pub drain_name: Option<crate::fleet::drain::DrainNodeName>,
     /// `--drain command`: run before the node's first change (`sh -c`), with
     /// `CUDA_UPGRADE_NODE`, `CUDA_UPGRADE_RUN_ID` and `CUDA_UPGRADE_PHASE` set.
     #[arg(long, value_name = "COMMAND")]

@@ -905,3 +905,48 @@ fn batch_lists_are_parsed_and_bad_entries_named() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
     assert!(stderr(&output).contains("--batch"), "{}", stderr(&output));
 }
+
+/// See: issue 33 — `--drain-name` is one node: `ALL`, a Slurm hostlist or a nodeset
+/// (which drain the whole cluster, or several nodes, and leave them drained) are refused
+/// before anything connects, and the flag cannot give every host of an inventory one name.
+#[test]
+fn a_drain_name_for_many_nodes_is_refused_before_anything_runs() {
+    for name in ["ALL", "all", "node[1-4]", "node1,node2", "@gpu", "-x"] {
+        let output = upgrade(&[
+            "apply",
+            "manifests/sglang-0.5.9-cu130.yaml",
+            "--host",
+            "node0",
+            "--drain",
+            "slurm",
+            &format!("--drain-name={name}"),
+            "--yes",
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{name}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains("--drain-name"),
+            "{name}: {}",
+            stderr(&output)
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("inventory.yml");
+    std::fs::write(&inventory, "all:\n  hosts:\n    node0:\n    node1:\n").unwrap();
+    let output = upgrade(&[
+        "apply",
+        "manifests/sglang-0.5.9-cu130.yaml",
+        "-i",
+        inventory.to_str().unwrap(),
+        "--drain",
+        "slurm",
+        "--drain-name",
+        "gpu1",
+        "--yes",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot be used with"),
+        "{}",
+        stderr(&output)
+    );
+}

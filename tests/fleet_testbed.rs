@@ -999,6 +999,16 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
         "inventory.yml",
         "all:\n  hosts:\n    node0:\n    node1:\n",
     );
+    // See: issue 33 — the testbed makes each node's staging directory root-only: node0
+    // starts without one, as a fresh node does (here its toolkit step stages the runfile
+    // there before any wheel; `transport::file`'s tests make it on the way to `wheels`);
+    // node1 with the 0755 one an earlier version made, which failed before the fix.
+    testbed
+        .ssh_ok("node0", "rm -rf /var/tmp/cuda-upgrade")
+        .unwrap();
+    testbed
+        .ssh_ok("node1", "chmod 755 /var/tmp/cuda-upgrade")
+        .unwrap();
     // node0 installs with its pip; node1 with the controller's uv, sent to it.
     let (output, report) = apply(
         &plain,
@@ -1037,13 +1047,18 @@ fn nodes_without_a_route_to_the_index_converge_when_the_controller_fetches() {
     for (host, run) in [("node0", &run), ("node1", &run_uv)] {
         let freeze = testbed.ssh_ok(host, "/opt/ml-env/bin/pip freeze").unwrap();
         assert!(freeze.contains("torch==2.9.1+cu130"), "{host}: {freeze}");
+        // See: issue 33 — the staging directory itself, made on the way to `wheels` or
+        // found 0755, is root-only too.
         let staged = testbed
             .ssh_ok(
                 host,
-                "stat -c '%U %a' /var/tmp/cuda-upgrade/wheels; ls /var/tmp/cuda-upgrade/wheels",
+                "stat -c '%U %a' /var/tmp/cuda-upgrade /var/tmp/cuda-upgrade/wheels; ls /var/tmp/cuda-upgrade/wheels",
             )
             .unwrap();
-        assert!(staged.starts_with("root 700\n"), "{host}: {staged}");
+        assert!(
+            staged.starts_with("root 700\nroot 700\n"),
+            "{host}: {staged}"
+        );
         assert!(staged.contains("torch-2.9.1+cu130"), "{host}: {staged}");
         let bundles = testbed
             .ssh_ok(host, "ls /var/tmp/cuda-upgrade/bundles; test ! -e /opt/fixtures/sglang && echo no-repository")

@@ -429,3 +429,41 @@ fn json_on_every_failure() {
         );
     }
 }
+
+/// See: issue 33 — a host whose `cuda_upgrade_fetch` names no fetch mode is refused by
+/// `plan -i` as by `apply -i`, with the same cause, before either reaches it: the plan
+/// no longer plans it as `--fetch node`.
+#[test]
+fn plan_and_apply_refuse_an_invalid_fetch_variable_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("inventory.yml");
+    // `.invalid` resolves nowhere: a host that is reached would be unreachable instead.
+    std::fs::write(
+        &inventory,
+        "all:\n  hosts:\n    node0.invalid:\n      cuda_upgrade_fetch: \"nightly\\nALL\"\n",
+    )
+    .unwrap();
+    let inventory = inventory.to_str().unwrap();
+    let run = |verb: &[&str]| {
+        let mut args = verb.to_vec();
+        args.extend_from_slice(&[SEED, "-i", inventory, "--format", "json"]);
+        let output = upgrade(&args);
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("{error}: {}{}", stdout(&output), stderr(&output)));
+        (output, report["nodes"][0].clone())
+    };
+    let (plan, planned) = run(&["plan"]);
+    assert_eq!(plan.status.code(), Some(1), "{planned:#}");
+    assert_eq!(planned["state"], "blocked", "{planned:#}");
+    let (apply, applied) = run(&["apply", "--yes"]);
+    assert_eq!(apply.status.code(), Some(1), "{applied:#}");
+    assert_eq!(applied["result"], "refused", "{applied:#}");
+    let cause = applied["cause"].as_str().unwrap();
+    assert_eq!(planned["cause"].as_str().unwrap(), cause);
+    assert!(
+        cause.contains(
+            "`cuda_upgrade_fetch` of `node0.invalid`: `nightly\\nALL` is not a fetch mode"
+        ),
+        "{cause}"
+    );
+}

@@ -304,29 +304,22 @@ fn from_outcome(outcome: NodeOutcome) -> FleetNode {
     }
 }
 
-/// The manifest as `target` sees it, or the node refused before it is reached (its
+/// The manifest as `target` sees it and its fetch mode (`default`, the run's `--fetch`,
+/// unless its variable says otherwise), or the node refused before it is reached (its
 /// variables do not fill the manifest, or name no fetch mode).
 fn prepare(
     target: &FleetTarget,
     base: &Prepared,
+    default: FetchMode,
     started: Instant,
-) -> Result<Prepared, Box<FleetNode>> {
+) -> Result<(Prepared, FetchMode), Box<FleetNode>> {
     let host = target.name.as_str();
     let prepared = base
         .for_host(target.python.as_deref(), &target.vars)
         .map_err(|error| Box::new(ended(host, NodeResult::Refused, &error, started)))?;
-    if let Some(Err(reason)) = target
-        .vars
-        .get(FETCH_VARIABLE)
-        .map(|value| value.parse::<FetchMode>())
-    {
-        let error = FetchVariableError {
-            host: host.to_string(),
-            reason,
-        };
-        return Err(Box::new(ended(host, NodeResult::Refused, &error, started)));
-    }
-    Ok(prepared)
+    let fetch = fetch_mode(target, default)
+        .map_err(|error| Box::new(ended(host, NodeResult::Refused, &error, started)))?;
+    Ok((prepared, fetch))
 }
 
 /// Where a node's run meets the others: the batches, the failure count and the slots.
@@ -504,7 +497,7 @@ async fn run_node(
 ) -> (FleetNode, bool) {
     let (options, progress) = (shared.options, shared.progress);
     let started = Instant::now();
-    let prepared = match prepare(target, base, started) {
+    let (prepared, fetch) = match prepare(target, base, options.apply.delivery.fetch, started) {
         Ok(prepared) => prepared,
         Err(node) => return (*node, false),
     };
@@ -537,7 +530,7 @@ async fn run_node(
     };
     let apply = ApplyOptions {
         delivery: crate::steps::Delivery {
-            fetch: fetch_mode(target, options.apply.delivery.fetch),
+            fetch,
             installer: options.apply.delivery.installer.clone(),
         },
         drain: drain.as_deref(),
@@ -565,7 +558,10 @@ pub const FETCH_VARIABLE: &str = "cuda_upgrade_fetch";
 
 /// A host's [`FETCH_VARIABLE`] names no fetch mode.
 #[derive(Debug, thiserror::Error)]
-#[error("Failed to read the variable `{FETCH_VARIABLE}` of `{host}`: {reason}")]
+#[error(
+    "Failed to read the variable `{FETCH_VARIABLE}` of `{}`: {reason}",
+    crate::text::text_value(.host)
+)]
 pub struct FetchVariableError {
     /// e.g. `node3`.
     host: String,
@@ -574,13 +570,16 @@ pub struct FetchVariableError {
 }
 
 /// The host's fetch mode: its [`FETCH_VARIABLE`], else the run's `--fetch`. A value
-/// that names no mode refuses the host before it is reached (see [`prepare`]).
-fn fetch_mode(target: &FleetTarget, default: FetchMode) -> FetchMode {
-    target
-        .vars
-        .get(FETCH_VARIABLE)
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
+/// that names no mode refuses the host before it is reached, in `apply -i` (see
+/// [`prepare`]) and `plan -i` alike.
+fn fetch_mode(target: &FleetTarget, default: FetchMode) -> Result<FetchMode, FetchVariableError> {
+    match target.vars.get(FETCH_VARIABLE) {
+        None => Ok(default),
+        Some(value) => value.parse().map_err(|reason| FetchVariableError {
+            host: target.name.clone(),
+            reason,
+        }),
+    }
 }
 
 /// Converge every target (see the module's documentation).

@@ -117,6 +117,19 @@ fn from_ended(node: &FleetNode) -> PlannedNode {
     }
 }
 
+/// A node `apply -i` would refuse before reaching it, for `error` (e.g. a host variable
+/// that names no fetch mode).
+fn refused(host: &str, error: &(dyn std::error::Error + 'static)) -> PlannedNode {
+    PlannedNode {
+        host: host.to_string(),
+        state: PlanState::Blocked,
+        changes: 0,
+        steps: Vec::new(),
+        cause: Some(cause::of_error(error).0),
+        plan: None,
+    }
+}
+
 /// A node whose planning failed with `error`.
 fn from_error(host: &str, error: &ConvergeError) -> PlannedNode {
     PlannedNode {
@@ -176,6 +189,11 @@ async fn plan_node(
         Ok(prepared) => prepared,
         Err(error) => return from_error(host, &error),
     };
+    // As `apply -i` refuses the host before it is reached: blocked, with the same cause.
+    let fetch = match fetch_mode(target, options.delivery.fetch) {
+        Ok(fetch) => fetch,
+        Err(error) => return refused(host, &error),
+    };
     let _permit = probes.acquire().await.ok();
     let probed = probe(host, &prepared, &options.ssh, &Silent, Instant::now()).await;
     let facts = match probed {
@@ -192,7 +210,7 @@ async fn plan_node(
                 urls,
                 options.hash_command,
                 &crate::steps::Delivery {
-                    fetch: fetch_mode(target, options.delivery.fetch),
+                    fetch,
                     installer: options.delivery.installer.clone(),
                 },
             )

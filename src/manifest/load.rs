@@ -40,6 +40,8 @@ mod target;
 mod toolkit;
 mod verify;
 
+pub(crate) use env::is_variable_name;
+
 /// Where a manifest comes from: a file, or a file at a git revision (`REV:PATH`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ManifestSource {

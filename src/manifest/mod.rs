@@ -11,6 +11,7 @@ pub mod yaml;
 pub(crate) use diff::direction;
 pub use diff::{Change, DiffEntry, ManifestDiff, Section, VersionDirection, diff};
 pub use error::{Diagnostic, ManifestError};
+pub(crate) use load::is_variable_name;
 pub use load::{
     MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, base_dir, load, load_file, load_str,
     parse_duration, read_text, validate_file,

@@ -130,7 +130,8 @@ impl std::str::FromStr for FetchMode {
             "node" => Ok(Self::Node),
             "controller" => Ok(Self::Controller),
             other => Err(format!(
-                "`{other}` is not a fetch mode (`controller` or `node`)"
+                "`{}` is not a fetch mode (`controller` or `node`)",
+                crate::text::text_value(other)
             )),
         }
     }

@@ -9,7 +9,9 @@
 //! to write when the file changed since it was read (compare-and-swap on its digest)
 //! and keeps the previous content as a before-image in a root-only directory.
 //! Directories that must be private (staging, secrets, before-images) are created
-//! root-owned 0700 and refused when another user owns them or others may write to them,
+//! root-owned 0700, as is every directory made on the way to one (`/var/tmp/cuda-upgrade`
+//! for its `wheels`), made 0700 when others may read them, and refused when another
+//! user owns them or others may write to them,
 //! or when any directory above them could be changed by another user (a symlink planted
 //! in `/var/tmp` leads to a directory that is checked by its real path).
 //!
@@ -223,8 +225,10 @@ $dir
         dir=$up
     done
 }
-# private_dir DIR: DIR (canonical) is ours alone: created 0700 when missing, refused when
-# another user owns it or others may write to it, and safe all the way up.
+# private_dir DIR: DIR (canonical) is ours alone: created 0700 when missing (and so is
+# every directory created on the way to it, e.g. `/var/tmp/cuda-upgrade` for its
+# `wheels`), made 0700 when others may read or enter it, refused when another user owns
+# it or others may write to it, and safe all the way up.
 private_dir() {
     case $checked in *"
 $1
@@ -237,9 +241,7 @@ $1
     if [ "$existing" != "$1" ]; then
         # Nothing is created below a directory another user could change.
         safe_dir "$existing"
-        up "$1"
-        mkdir -p -- "$up"
-        mkdir -m 700 -- "$1" 2>/dev/null || true
+        (umask 077 && mkdir -p -- "$1") || fail "cannot create \`$1\`"
     fi
     [ -d "$1" ] || fail "refusing \`$1\`: it is not a directory"
     owner_mode=$(stat -c '%u %a' -- "$1")
@@ -247,6 +249,9 @@ $1
     dir_mode=${owner_mode#* }
     [ "$owner" = "$self" ] || fail "refusing \`$1\`: it is owned by uid $owner, not by uid $self; remove it or let root own it"
     [ $(( 0$dir_mode & 022 )) -eq 0 ] || fail "refusing \`$1\`: its mode $dir_mode lets other users write to it"
+    if [ $(( 0$dir_mode & 077 )) -ne 0 ]; then
+        chmod go= -- "$1" || fail "cannot make \`$1\` private"
+    fi
     up "$1"
     safe_dir "$up"
     checked="$checked$1
@@ -792,6 +797,60 @@ mod tests {
         .unwrap();
         assert_eq!(held(bin.to_str().unwrap(), &files), want);
         assert!(held("/usr/bin:/bin", &[missing.as_path()]).is_empty());
+    }
+
+    /// The write script run as a batch of `(path, private)` files of one byte each.
+    fn write_private(files: &[(&Path, bool)]) -> std::process::Output {
+        let mut command = std::process::Command::new("/bin/sh");
+        command
+            .arg("-c")
+            .arg(WRITE_SCRIPT)
+            .arg("write-file")
+            .arg("--batch");
+        for (path, private) in files {
+            command
+                .arg(path)
+                .args(["600", "0", if *private { "1" } else { "0" }, "any", "", "1"]);
+        }
+        let mut child = command
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), &vec![b'x'; files.len()])
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    /// See: issue 33 — `--fetch controller` sends wheels to `/var/tmp/cuda-upgrade/wheels`
+    /// before anything is staged in `/var/tmp/cuda-upgrade` itself, which was then made
+    /// 0755 on the way: every directory created on the way to a private one is 0700, and
+    /// a private directory others may read (made by an earlier version) becomes 0700.
+    #[test]
+    fn directories_made_on_the_way_to_a_private_one_are_private_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let staging = dir.path().join("var/tmp/cuda-upgrade");
+        let wheel = staging.join("wheels/torch-2.9.1-cp311-cp311-linux_x86_64.whl");
+        let public = dir.path().join("public/file");
+        let output = write_private(&[(&wheel, true), (&public, false)]);
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(mode(&staging.join("wheels")), 0o700);
+        assert_eq!(mode(&staging), 0o700);
+        assert_eq!(mode(&dir.path().join("var/tmp")), 0o700);
+        // A directory that is not private keeps the usual mode.
+        assert_eq!(mode(&dir.path().join("public")), 0o755);
+        // An earlier version's 0755 staging directory is made private by the next write.
+        let old = dir.path().join("old");
+        std::fs::create_dir(&old).unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let output = write_private(&[(&old.join("requirements-sent.txt"), true)]);
+        assert!(output.status.success(), "{output:?}");
+        assert_eq!(mode(&old), 0o700);
     }
 
     /// The batch puts files in place in order with their modes, and one whose bytes

@@ -10,12 +10,14 @@
 //! of it on the same node changes nothing.
 
 mod error;
+mod parse;
 mod render;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
+use pep440_rs::Version;
+use pep508_rs::PackageName;
 
 pub use error::InitError;
 pub use render::{InitSource, render};
@@ -27,8 +29,9 @@ use crate::transport::{NodeCommand, Transport};
 const SURVEY_SCRIPT: &str = include_str!("survey.py");
 
 /// What the target interpreter reports beyond the facts, e.g. `sglang` `0.5.9`
-/// requiring `torch`, pip configured with `https://mirror.example/simple`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// requiring `torch`, pip configured with `https://mirror.example/simple`: every field
+/// parsed where it enters ([`Survey::parse`]), what does not parse left out and noted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Survey {
     /// Every installed distribution, sorted by normalized name.
     pub distributions: Vec<SurveyDistribution>,
@@ -36,26 +39,39 @@ pub struct Survey {
     pub pip: PipIndexes,
     /// The env step's managed block, when the interpreter's `sitecustomize.py` has one.
     pub managed_block: Option<SurveyBlock>,
+    /// What the survey reported that does not parse and is left out, escaped, e.g.
+    /// ``` `pip`, whose version `24.0\u{2028}verify:` is not a PEP 440 version ```.
+    pub skipped: Vec<String>,
 }
 
 /// One installed distribution, e.g. `sglang` `0.5.9`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SurveyDistribution {
-    /// The normalized name, e.g. `flashinfer-python`.
-    pub name: String,
+    /// e.g. `flashinfer-python`.
+    pub name: PackageName,
     /// The version with its local label, e.g. `2.9.1+cu130`.
-    pub version: String,
-    /// The normalized names it requires unconditionally on this node, e.g. `["torch"]`.
-    pub requires: Vec<String>,
+    pub version: Version,
+    /// The names it requires unconditionally on this node, e.g. `["torch"]`.
+    pub requires: Vec<PackageName>,
     /// Its PEP 610 `direct_url.json`, when it was installed from a URL or a directory.
-    pub direct_url: Option<serde_json::Value>,
-    /// The tool that installed it (`INSTALLER`), e.g. `pip` or `uv`.
+    pub direct_url: Option<DirectUrl>,
+    /// The tool that installed it (`INSTALLER`), e.g. `pip` or `uv`; one line.
     pub installer: Option<String>,
 }
 
+/// What a PEP 610 `direct_url.json` says, checked: where the distribution came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectUrl {
+    /// The URL, e.g. `git+https://github.com/sgl-project/sglang`; `None` when it did not
+    /// parse (noted in [`Survey::skipped`]). May carry credentials: shown redacted.
+    pub url: Option<String>,
+    /// `vcs_info.commit_id`: hexadecimal digits.
+    pub commit: Option<String>,
+}
+
 /// pip's configured indexes on the node (`pip config list`), e.g.
-/// `index-url = https://mirror.example/simple`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// `index-url = https://mirror.example/simple`: URLs that parse, on one line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PipIndexes {
     /// `index-url`, when configured.
     pub index_url: Option<String>,
@@ -64,43 +80,53 @@ pub struct PipIndexes {
 }
 
 /// The managed block's content as the survey read it: the manifest that wrote it, e.g.
-/// `sglang-0.5.9-cuda13`, and its literal variables.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// `sglang-0.5.9-cuda13`, and its literal variables, each one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SurveyBlock {
     /// The name of the manifest the block was written for.
     pub manifest: Option<String>,
-    /// `[name, value]` pairs of the variables written as literals.
+    /// `[name, value]` pairs of the variables written as literals: variable names and
+    /// one-line values.
     pub variables: Vec<(String, String)>,
     /// The names of the secret variables (their values live in a root-only file).
     pub secrets: Vec<String>,
 }
 
 impl Survey {
+    /// The survey from what the interpreter printed (`survey.py`'s JSON): every field
+    /// parsed into its type; what does not parse is left out and noted in
+    /// [`Survey::skipped`].
+    pub fn parse(json: &[u8]) -> Result<Self, serde_json::Error> {
+        serde_json::from_slice(json).map(parse::typed)
+    }
+
     /// The distributions no other installed distribution requires, e.g. `sglang` (which
     /// brings `torch`), sorted by name.
     pub fn top_level(&self) -> Vec<&SurveyDistribution> {
-        let required: std::collections::BTreeSet<&str> = self
+        let required: std::collections::BTreeSet<&PackageName> = self
             .distributions
             .iter()
-            .flat_map(|dist| dist.requires.iter().map(String::as_str))
+            .flat_map(|dist| dist.requires.iter())
             .collect();
         self.distributions
             .iter()
-            .filter(|dist| !required.contains(dist.name.as_str()))
+            .filter(|dist| !required.contains(&dist.name))
             .collect()
     }
 
     /// Distributions by normalized name.
-    pub fn by_name(&self) -> BTreeMap<&str, &SurveyDistribution> {
+    pub fn by_name(&self) -> BTreeMap<&PackageName, &SurveyDistribution> {
         self.distributions
             .iter()
-            .map(|dist| (dist.name.as_str(), dist))
+            .map(|dist| (&dist.name, dist))
             .collect()
     }
 }
 
 /// Ask the target interpreter `python` on the node for the [`Survey`]; `sitecustomize`
-/// is the file that may hold the managed block with marker `marker`.
+/// is the file that may hold the managed block with marker `marker`. The interpreter
+/// runs isolated and without `site` (`-I -S`): no `.pth` file or `sitecustomize` of the
+/// node's environment runs; the survey puts the site directories on its path itself.
 pub async fn survey(
     transport: &Transport,
     python: &Path,
@@ -108,7 +134,7 @@ pub async fn survey(
     marker: &str,
 ) -> Result<Survey, InitError> {
     let command = NodeCommand::new(python.display().to_string())
-        .arg("-c")
+        .args(["-I", "-S", "-c"])
         .script("init-survey", SURVEY_SCRIPT)
         .arg(
             sitecustomize
@@ -128,7 +154,7 @@ pub async fn survey(
     if !output.success() {
         return Err(failed(output.tail(5)));
     }
-    serde_json::from_slice(&output.stdout).map_err(|error| failed(error.to_string()))
+    Survey::parse(&output.stdout).map_err(|error| failed(error.to_string()))
 }
 
 /// The first manifest's text for a node, checked by the manifest loader: a text that

@@ -7,10 +7,11 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::{Survey, SurveyDistribution};
+use super::{DirectUrl, Survey, SurveyDistribution};
 use crate::cuda::GpuArch;
 use crate::facts::{NodeFacts, PackageManager, PackageOrigin, Toolkit};
 use crate::manifest::redact_url;
+use crate::text::{is_bidi_control, text_value};
 
 /// Where the facts came from, for the header: `--local`, `--host node0` or `--facts F`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +34,10 @@ impl InitSource {
     fn label(&self) -> String {
         match self {
             Self::Local => "this machine".to_string(),
-            Self::Host(host) => format!("host `{host}`"),
-            Self::Facts(path) => format!("the facts in `{}`", path.display()),
+            Self::Host(host) => format!("host `{}`", text_value(host)),
+            Self::Facts(path) => {
+                format!("the facts in `{}`", text_value(&path.display().to_string()))
+            }
         }
     }
 
@@ -55,16 +58,32 @@ impl InitSource {
 /// The environment's own tools: never top-level packages of a stack.
 const TOOLING: &[&str] = &["pip", "setuptools", "wheel"];
 
-/// A YAML double-quoted scalar, e.g. `"/opt/ml-env/bin/python3"`.
+/// A YAML double-quoted scalar, e.g. `"/opt/ml-env/bin/python3"`: JSON string syntax,
+/// with every character a YAML reader takes as a line break (U+0085, U+2028, U+2029) or
+/// would refuse (other controls), and the bidirectional controls, escaped as `\uXXXX`.
 fn quoted(text: &str) -> String {
-    serde_json::Value::String(text.to_string()).to_string()
+    let json = serde_json::Value::String(text.to_string()).to_string();
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A value from the node inside a `#` comment: escaped so that it stays on its line.
+fn comment(text: &str) -> String {
+    text_value(text)
 }
 
 /// One package of the stack as the manifest lists it.
-struct Listed<'a> {
-    name: &'a str,
-    version: &'a str,
-    direct_url: Option<&'a serde_json::Value>,
+struct Listed {
+    name: String,
+    version: String,
+    direct_url: Option<DirectUrl>,
 }
 
 /// The text of a first manifest for the node.
@@ -79,6 +98,18 @@ pub fn render(source: &InitSource, facts: &NodeFacts, survey: Option<&Survey>) -
         "# `upgrade plan` of it on the same node changes nothing. Lines marked `decide:` need a\n\
          # person; `upgrade validate` checks every edit.\n",
     );
+    let mut skipped: Vec<String> = survey
+        .map(|survey| survey.skipped.clone())
+        .unwrap_or_default();
+    let facts_listed = facts_packages(facts, survey, &mut skipped);
+    if !skipped.is_empty() {
+        out.push_str(
+            "# decide: the node reported what does not parse as a name, version, URL or line of text; left out:\n",
+        );
+        for note in &skipped {
+            let _ = writeln!(out, "#   - {}", comment(note));
+        }
+    }
     out.push_str("schema: 1\n");
     let block = survey.and_then(|survey| survey.managed_block.as_ref());
     match block.and_then(|block| block.manifest.as_deref()) {
@@ -106,7 +137,7 @@ pub fn render(source: &InitSource, facts: &NodeFacts, survey: Option<&Survey>) -
     }
     target(&mut out, facts);
     toolkit(&mut out, facts);
-    let listed = packages_and_indexes(&mut out, facts, survey);
+    let listed = packages_and_indexes(&mut out, facts, survey, facts_listed);
     constraints(&mut out, survey, &listed);
     ldconfig(&mut out, facts);
     env(&mut out, facts, survey);
@@ -147,7 +178,7 @@ fn target(out: &mut String, facts: &NodeFacts) {
             let _ = writeln!(
                 out,
                 "  # The environment's base: {} (give it as `base_python` to create the environment where it is missing).",
-                python.base_prefix.display()
+                comment(&python.base_prefix.display().to_string())
             );
         }
         let release = python.version.release();
@@ -214,7 +245,7 @@ fn toolkit(out: &mut String, facts: &NodeFacts) {
         let _ = writeln!(
             out,
             "# Also installed: a CUDA toolkit in {} ({}); `keep_existing` keeps it.",
-            other.prefix.display(),
+            comment(&other.prefix.display().to_string()),
             other
                 .version
                 .as_ref()
@@ -230,10 +261,11 @@ fn toolkit(out: &mut String, facts: &NodeFacts) {
         return;
     };
     let prefix = toolkit.prefix.display().to_string();
+    let shown = comment(&prefix);
     let Some(version) = &toolkit.version else {
         let _ = writeln!(
             out,
-            "# A CUDA toolkit is in {prefix}, of a version the probe could not tell apart \
+            "# A CUDA toolkit is in {shown}, of a version the probe could not tell apart \
              (nvcc builds {}). decide: write its `toolkit` section by hand.",
             toolkit
                 .nvcc_updates
@@ -249,7 +281,8 @@ fn toolkit(out: &mut String, facts: &NodeFacts) {
         Some(package) if prefix == expected_prefix => {
             let _ = writeln!(
                 out,
-                "toolkit:  # installed from NVIDIA's apt packages ({package})\n  version: \"{version}\"\n  prefix: {}\n  installer: apt\n  package: {}\n  keep_existing: true",
+                "toolkit:  # installed from NVIDIA's apt packages ({})\n  version: \"{version}\"\n  prefix: {}\n  installer: apt\n  package: {}\n  keep_existing: true",
+                comment(package),
                 quoted(&prefix),
                 quoted(package)
             );
@@ -263,7 +296,7 @@ fn toolkit(out: &mut String, facts: &NodeFacts) {
             };
             let _ = writeln!(
                 out,
-                "# The CUDA toolkit {version} is in {prefix}, installed {how}.\n\
+                "# The CUDA toolkit {version} is in {shown}, installed {how}.\n\
                  # decide: to pin it, uncomment and give the runfile's URL and sha256 (a runfile needs both):\n\
                  # toolkit:\n\
                  #   version: \"{version}\"\n\
@@ -277,11 +310,55 @@ fn toolkit(out: &mut String, facts: &NodeFacts) {
     }
 }
 
-/// Writes `indexes` and `packages`; returns the names listed as packages.
+/// Without a survey (saved facts), every installed distribution the facts list, each
+/// with where it came from; a URL that does not parse is left out, noted in `skipped`.
+fn facts_packages(
+    facts: &NodeFacts,
+    survey: Option<&Survey>,
+    skipped: &mut Vec<String>,
+) -> Vec<Listed> {
+    if survey.is_some() {
+        return Vec::new();
+    }
+    facts
+        .packages
+        .iter()
+        .filter(|package| !TOOLING.contains(&package.name.to_string().as_str()))
+        .filter_map(|package| {
+            let version = package.version.as_ref()?.to_string();
+            let name = package.name.to_string();
+            let direct_url = match &package.origin {
+                PackageOrigin::Index => None,
+                PackageOrigin::DirectUrl { url } | PackageOrigin::Editable { location: url } => {
+                    let checked = super::parse::direct_url_text(url);
+                    if let Err(reason) = &checked {
+                        skipped.push(format!(
+                            "the URL `{}` that `{name}` {version} was installed from: {reason}",
+                            text_value(&redact_url(url))
+                        ));
+                    }
+                    Some(DirectUrl {
+                        url: checked.ok(),
+                        commit: None,
+                    })
+                }
+            };
+            Some(Listed {
+                name,
+                version,
+                direct_url,
+            })
+        })
+        .collect()
+}
+
+/// Writes `indexes` and `packages` (the survey's top-level distributions, else
+/// `facts_listed`); returns the names listed as packages.
 fn packages_and_indexes(
     out: &mut String,
     facts: &NodeFacts,
     survey: Option<&Survey>,
+    facts_listed: Vec<Listed>,
 ) -> Vec<String> {
     let mut listed: Vec<Listed> = Vec::new();
     let mut tooling: Vec<String> = Vec::new();
@@ -289,14 +366,15 @@ fn packages_and_indexes(
     match survey {
         Some(survey) => {
             for dist in survey.top_level() {
-                if TOOLING.contains(&dist.name.as_str()) {
-                    tooling.push(format!("{} {}", dist.name, dist.version));
+                let name = dist.name.to_string();
+                if TOOLING.contains(&name.as_str()) {
+                    tooling.push(format!("{name} {}", dist.version));
                     continue;
                 }
                 listed.push(Listed {
-                    name: &dist.name,
-                    version: &dist.version,
-                    direct_url: dist.direct_url.as_ref(),
+                    name,
+                    version: dist.version.to_string(),
+                    direct_url: dist.direct_url.clone(),
                 });
             }
         }
@@ -308,33 +386,7 @@ fn packages_and_indexes(
         }
         None => {}
     }
-    let facts_listed: Vec<(String, String, Option<serde_json::Value>)> = if survey.is_none() {
-        facts
-            .packages
-            .iter()
-            .filter(|package| !TOOLING.contains(&package.name.to_string().as_str()))
-            .filter_map(|package| {
-                let version = package.version.as_ref()?.to_string();
-                let direct = match &package.origin {
-                    PackageOrigin::Index => None,
-                    PackageOrigin::DirectUrl { url } => Some(serde_json::json!({ "url": url })),
-                    PackageOrigin::Editable { location } => {
-                        Some(serde_json::json!({ "url": location, "dir_info": {"editable": true} }))
-                    }
-                };
-                Some((package.name.to_string(), version, direct))
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    for (name, version, direct) in &facts_listed {
-        listed.push(Listed {
-            name,
-            version,
-            direct_url: direct.as_ref(),
-        });
-    }
+    listed.extend(facts_listed);
     indexes(out, survey);
     if listed.is_empty() && tooling.is_empty() {
         out.push_str(
@@ -357,7 +409,7 @@ fn packages_and_indexes(
     let mut names = Vec::new();
     let mut any = false;
     for package in &listed {
-        if let Some(direct_url) = package.direct_url {
+        if let Some(direct_url) = &package.direct_url {
             direct_package(out, package, direct_url);
             continue;
         }
@@ -382,7 +434,7 @@ fn packages_and_indexes(
                 );
             }
             None => {
-                names.push(package.name.to_string());
+                names.push(package.name.clone());
                 let _ = writeln!(
                     out,
                     "  {}: {}",
@@ -400,35 +452,28 @@ fn packages_and_indexes(
     names
 }
 
-fn direct_package(out: &mut String, package: &Listed, direct_url: &serde_json::Value) {
-    let url = direct_url
-        .get("url")
-        .and_then(|url| url.as_str())
-        .map(redact_url)
-        .unwrap_or_default();
-    let commit = direct_url
-        .get("vcs_info")
-        .and_then(|vcs| vcs.get("commit_id"))
-        .and_then(|commit| commit.as_str());
+fn direct_package(out: &mut String, package: &Listed, direct_url: &DirectUrl) {
+    let url = direct_url.url.as_deref().map(redact_url);
     let _ = writeln!(
         out,
         "  # {} {} was installed from {} (direct_url.json).",
         package.name,
         package.version,
-        quoted(&url)
+        url.as_deref()
+            .map_or_else(|| "a URL that does not parse".to_string(), quoted)
     );
-    match commit {
-        Some(commit) => {
+    match (&url, &direct_url.commit) {
+        (Some(url), Some(commit)) => {
             let _ = writeln!(
                 out,
                 "  # decide: build it from source on the node (after checking the URL):\n  # {}: {{git: {}, rev: {}, version: {}}}",
                 package.name,
-                quoted(url.strip_prefix("git+").unwrap_or(&url)),
+                quoted(url.strip_prefix("git+").unwrap_or(url)),
                 quoted(commit),
-                quoted(package.version)
+                quoted(&package.version)
             );
         }
-        None => {
+        _ => {
             let _ = writeln!(
                 out,
                 "  # decide: a local build or file: publish it to an index, or list it as a git source."
@@ -480,8 +525,8 @@ fn constraints(out: &mut String, survey: Option<&Survey>, listed: &[String]) {
             .distributions
             .iter()
             .filter(|dist| dist.direct_url.is_none())
-            .filter(|dist| !listed.contains(&dist.name) && !TOOLING.contains(&dist.name.as_str()))
-            .map(|dist: &SurveyDistribution| (dist.name.clone(), dist.version.clone()))
+            .map(|dist: &SurveyDistribution| (dist.name.to_string(), dist.version.to_string()))
+            .filter(|(name, _)| !listed.contains(name) && !TOOLING.contains(&name.as_str()))
             .collect(),
         None => Vec::new(),
     };
@@ -515,7 +560,7 @@ fn ldconfig(out: &mut String, facts: &NodeFacts) {
     }
     let names: Vec<String> = files
         .iter()
-        .map(|path| path.display().to_string())
+        .map(|path| comment(&path.display().to_string()))
         .collect();
     let _ = writeln!(
         out,

@@ -4,11 +4,82 @@
 # Prints one JSON object on stdout. Arguments: the file holding the managed block
 # (the interpreter's `sitecustomize.py`, or an empty string) and the block's marker,
 # e.g. `cuda-upgrade managed block`.
+#
+# It runs isolated and without `site` (`python -I -S`): no `.pth` file, `sitecustomize`
+# or `usercustomize` of the node's environment runs, and no `PYTHON*` variable counts.
+# The environment's site directories are put on `sys.path` here instead: `sysconfig`'s
+# purelib and platlib of the environment's prefix (a virtual environment's own, read
+# from its `pyvenv.cfg` as `site` would, and the base's when it includes the system's
+# packages), and those `site.getsitepackages` names for it (e.g. Debian's
+# `dist-packages`), which runs nothing under `-S`.
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
+import sysconfig
+
+
+def environment_prefixes():
+    """The prefixes whose site directories the interpreter sees, its own first, and
+    whether it is a virtual environment."""
+    executable_dir = os.path.dirname(os.path.abspath(sys.executable))
+    prefix = os.path.dirname(executable_dir)
+    for conf in (os.path.join(executable_dir, "pyvenv.cfg"), os.path.join(prefix, "pyvenv.cfg")):
+        if not os.path.isfile(conf):
+            continue
+        system = False
+        try:
+            with open(conf, encoding="utf-8") as handle:
+                for line in handle:
+                    key, separator, value = line.partition("=")
+                    if separator and key.strip().lower() == "include-system-site-packages":
+                        system = value.strip().lower() == "true"
+        except (OSError, ValueError):
+            pass
+        return ([prefix, sys.prefix] if system else [prefix]), True
+    return [sys.prefix], False
+
+
+PREFIXES, VIRTUAL = environment_prefixes()
+if VIRTUAL:
+    # What `site` does for a virtual environment, which pip reads (its `pip.conf`).
+    sys.prefix = sys.exec_prefix = PREFIXES[0]
+
+
+def site_directories(prefixes, virtual):
+    found = []
+    for number, prefix in enumerate(prefixes):
+        own = {"base": prefix, "platbase": prefix}
+        # A virtual environment's own directories follow `posix_prefix` whatever the
+        # distribution's default scheme (`posix_local` on Debian) would say.
+        scheme = "posix_prefix" if virtual and number == 0 and os.name == "posix" else None
+        try:
+            if scheme:
+                paths = sysconfig.get_paths(scheme, vars=own)
+            else:
+                paths = sysconfig.get_paths(vars=own)
+            found.extend([paths.get("purelib"), paths.get("platlib")])
+        except Exception:
+            pass
+        try:
+            import site  # under -S importing it runs nothing
+
+            found.extend(site.getsitepackages([prefix]))
+        except Exception:
+            pass
+    unique = []
+    for directory in found:
+        if directory and directory not in unique and os.path.isdir(directory):
+            unique.append(directory)
+    return unique
+
+
+SITE_DIRECTORIES = site_directories(PREFIXES, VIRTUAL)
+for _directory in SITE_DIRECTORIES:
+    if _directory not in sys.path:
+        sys.path.append(_directory)
 
 try:
     from importlib import metadata
@@ -68,10 +139,21 @@ def distributions():
     return [found[key] for key in sorted(found)]
 
 
+# pip itself runs as this survey does: isolated, without `site`, with the same prefix
+# and site directories.
+PIP_CONFIG_LIST = (
+    "import runpy, sys\n"
+    "sys.prefix = sys.exec_prefix = sys.argv[1]\n"
+    "sys.path.extend(sys.argv[2:])\n"
+    "sys.argv = ['pip', 'config', 'list']\n"
+    "runpy.run_module('pip', run_name='__main__', alter_sys=True)\n"
+)
+
+
 def pip_indexes():
     try:
         output = subprocess.run(
-            [sys.executable, "-m", "pip", "config", "list"],
+            [sys.executable, "-I", "-S", "-c", PIP_CONFIG_LIST, sys.prefix] + SITE_DIRECTORIES,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             universal_newlines=True,

@@ -64,7 +64,7 @@ pub enum DrainError {
 
 /// A host's drain variables (or the command line) name no usable drain.
 #[derive(Debug, thiserror::Error)]
-#[error("Failed to read the drain settings of `{host}`: {reason}")]
+#[error("Failed to read the drain settings of `{}`: {reason}", crate::text::text_value(.host))]
 pub struct DrainSettingsError {
     /// e.g. `node3`.
     pub host: String,

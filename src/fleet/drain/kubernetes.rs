@@ -16,6 +16,7 @@ use crate::transport::Transport;
 
 use super::controller;
 use super::error::DrainError;
+use super::name::{DrainNodeName, failure_line};
 
 /// How long `cordon`, `uncordon`, `get` and `annotate` may take.
 const COMMAND_BOUND: Duration = Duration::from_secs(120);
@@ -28,7 +29,7 @@ pub struct Kubernetes {
     /// `kubectl`, or another path to it.
     program: String,
     /// The Kubernetes node, e.g. `gpu3`.
-    node: String,
+    node: DrainNodeName,
     /// `kubectl drain --timeout`.
     timeout: Duration,
     /// The node was unschedulable before this run: it is never uncordoned.
@@ -37,7 +38,7 @@ pub struct Kubernetes {
 
 impl Kubernetes {
     /// `node`'s drain through `program` (`kubectl`).
-    pub fn new(program: String, node: String, timeout: Duration) -> Self {
+    pub fn new(program: String, node: DrainNodeName, timeout: Duration) -> Self {
         Self {
             program,
             node,
@@ -56,7 +57,7 @@ impl Kubernetes {
     }
 
     async fn take_out(&self) -> Result<DrainStep, DrainError> {
-        let node = &self.node;
+        let node = self.node.as_str();
         let found = self
             .kubectl(
                 &format!("read the kubernetes node `{node}`"),
@@ -111,7 +112,7 @@ impl Kubernetes {
                 detail: "left cordoned as it was found".to_string(),
             });
         }
-        let node = &self.node;
+        let node = self.node.as_str();
         self.kubectl(
             &format!("uncordon the kubernetes node `{node}`"),
             words(&["uncordon", "--", node]),
@@ -125,9 +126,8 @@ impl Kubernetes {
     }
 
     async fn keep_out(&self, failure: &str) -> Result<DrainStep, DrainError> {
-        let node = &self.node;
-        let line = failure.lines().next().unwrap_or_default();
-        let annotation = format!("{FAILURE_ANNOTATION}={line}");
+        let node = self.node.as_str();
+        let annotation = format!("{FAILURE_ANNOTATION}={}", failure_line(failure));
         self.kubectl(
             &format!("annotate the kubernetes node `{node}`"),
             words(&["annotate", "--overwrite", "--", "node", node, &annotation]),
@@ -193,6 +193,10 @@ mod tests {
             .collect()
     }
 
+    fn node(name: &str) -> DrainNodeName {
+        DrainNodeName::parse(name, super::super::NameRules::Kubernetes).unwrap()
+    }
+
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -204,7 +208,7 @@ mod tests {
     fn cordon_drain_and_uncordon_run_the_documented_commands() {
         let dir = tempfile::tempdir().unwrap();
         let program = stand_in(dir.path(), "");
-        let drain = Kubernetes::new(program, "gpu-3".to_string(), Duration::from_secs(300));
+        let drain = Kubernetes::new(program, node("gpu-3"), Duration::from_secs(300));
         let transport = Transport::Local(crate::transport::LocalTransport::new());
         runtime().block_on(async {
             let out = Drain::take_out(&drain, &transport).await.unwrap();
@@ -227,13 +231,14 @@ mod tests {
     fn a_node_cordoned_before_is_never_uncordoned_and_a_failed_one_is_annotated() {
         let dir = tempfile::tempdir().unwrap();
         let program = stand_in(dir.path(), "true");
-        let drain = Kubernetes::new(program, "gpu-3".to_string(), Duration::from_secs(60));
+        let drain = Kubernetes::new(program, node("gpu-3"), Duration::from_secs(60));
         let transport = Transport::Local(crate::transport::LocalTransport::new());
         runtime().block_on(async {
             Drain::take_out(&drain, &transport).await.unwrap();
             let back = Drain::put_back(&drain, &transport).await.unwrap();
             assert!(!back.in_service, "{back:?}");
-            let kept = Drain::keep_out(&drain, &transport, "step pip failed")
+            // See: issue 33 — the annotation is the failure's first line, escaped.
+            let kept = Drain::keep_out(&drain, &transport, "step pip\u{1b}[2J failed\u{2028}x=y")
                 .await
                 .unwrap();
             assert!(kept.detail.contains("cuda-upgrade/failure"), "{kept:?}");
@@ -245,7 +250,7 @@ mod tests {
         );
         assert_eq!(
             calls.last().unwrap(),
-            "annotate --overwrite -- node gpu-3 cuda-upgrade/failure=step pip failed"
+            "annotate --overwrite -- node gpu-3 cuda-upgrade/failure=step pip\\u{1b}[2J failed"
         );
     }
 }

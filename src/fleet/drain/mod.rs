@@ -8,11 +8,13 @@ mod command;
 mod controller;
 mod error;
 mod kubernetes;
+mod name;
 mod slurm;
 
 pub use command::{NODE_ENV, PHASE_ENV, RUN_ENV};
 pub use error::{DrainError, DrainSettingsError};
 pub use kubernetes::FAILURE_ANNOTATION;
+pub use name::{DrainNameError, DrainNodeName, NameRules};
 pub use slurm::REASON_PREFIX;
 
 use std::collections::BTreeMap;
@@ -62,7 +64,8 @@ impl std::str::FromStr for DrainKind {
             "kubernetes" => Ok(Self::Kubernetes),
             "command" => Ok(Self::Command),
             other => Err(format!(
-                "`{other}` is not a drain (slurm, kubernetes, command, none)"
+                "`{}` is not a drain (slurm, kubernetes, command, none)",
+                crate::text::text_value(other)
             )),
         }
     }
@@ -96,7 +99,10 @@ impl std::str::FromStr for CommandSide {
         match text {
             "controller" => Ok(Self::Controller),
             "node" => Ok(Self::Node),
-            other => Err(format!("`{other}` is not controller or node")),
+            other => Err(format!(
+                "`{}` is not controller or node",
+                crate::text::text_value(other)
+            )),
         }
     }
 }
@@ -116,8 +122,9 @@ impl fmt::Display for CommandSide {
 pub struct DrainSettings {
     /// The integration.
     pub kind: DrainKind,
-    /// The node's name in Slurm or Kubernetes (single node; default: its host name).
-    pub name: Option<String>,
+    /// The node's name in Slurm or Kubernetes (`--drain-name`, single node; default: its
+    /// host name), checked again under the host's drain.
+    pub name: Option<DrainNodeName>,
     /// The bound on draining, and on each pre or post command.
     pub timeout: Duration,
     /// The pre command (`command`).
@@ -141,20 +148,27 @@ impl Default for DrainSettings {
     }
 }
 
-/// A Slurm or Kubernetes node name: letters, digits, `.`, `_`, `-`, not starting with `-`.
-fn node_name(text: &str) -> Result<String, String> {
-    let fits = !text.is_empty()
-        && !text.starts_with('-')
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if fits {
-        Ok(text.to_string())
-    } else {
-        Err(format!(
-            "`{text}` is not a node name (letters, digits, `.`, `_`, `-`)"
-        ))
+/// The node's name under `rules`: the host's [`DRAIN_NAME_VARIABLE`], else
+/// `--drain-name`, else the host's own name, each refused naming where it came from.
+fn drain_name(
+    host: &str,
+    vars: &BTreeMap<String, String>,
+    settings: &DrainSettings,
+    rules: NameRules,
+) -> Result<DrainNodeName, String> {
+    if let Some(value) = vars.get(DRAIN_NAME_VARIABLE) {
+        return DrainNodeName::parse(value, rules)
+            .map_err(|error| format!("`{DRAIN_NAME_VARIABLE}`: {error}"));
     }
+    if let Some(flag) = &settings.name {
+        return DrainNodeName::parse(flag.as_str(), rules)
+            .map_err(|error| format!("`--drain-name`: {error}"));
+    }
+    DrainNodeName::parse(host, rules).map_err(|error| {
+        format!(
+            "`{DRAIN_NAME_VARIABLE}` is not set and the host's name is no node name to drain: {error}; set `{DRAIN_NAME_VARIABLE}` (`--drain-name` with `--host`)"
+        )
+    })
 }
 
 /// The drain of the host `host` (its inventory name) with variables `vars`, for the run
@@ -181,25 +195,25 @@ pub fn for_host(
             .map_err(|reason| refuse(DRAIN_TIMEOUT_VARIABLE, reason))?,
         None => settings.timeout,
     };
-    let name = var(DRAIN_NAME_VARIABLE)
-        .map(str::to_string)
-        .or_else(|| settings.name.clone())
-        .unwrap_or_else(|| host.to_string());
+    let name = |rules| {
+        drain_name(host, vars, settings, rules).map_err(|reason| DrainSettingsError {
+            host: host.to_string(),
+            reason,
+        })
+    };
     let run = run.to_string();
     Ok(match kind {
         DrainKind::None => None,
-        DrainKind::Slurm => {
-            let name = node_name(&name).map_err(|reason| refuse(DRAIN_NAME_VARIABLE, reason))?;
-            Some(Box::new(slurm::Slurm::new(name, run, timeout)))
-        }
-        DrainKind::Kubernetes => {
-            let name = node_name(&name).map_err(|reason| refuse(DRAIN_NAME_VARIABLE, reason))?;
-            Some(Box::new(kubernetes::Kubernetes::new(
-                "kubectl".to_string(),
-                name,
-                timeout,
-            )))
-        }
+        DrainKind::Slurm => Some(Box::new(slurm::Slurm::new(
+            name(NameRules::Slurm)?,
+            run,
+            timeout,
+        ))),
+        DrainKind::Kubernetes => Some(Box::new(kubernetes::Kubernetes::new(
+            "kubectl".to_string(),
+            name(NameRules::Kubernetes)?,
+            timeout,
+        ))),
         DrainKind::Command => {
             let pre = var(DRAIN_PRE_VARIABLE)
                 .map(str::to_string)
@@ -300,5 +314,65 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    /// See: issue 33 — `ALL`, a hostlist or a nodeset as the drain name would drain the
+    /// whole cluster (or several nodes) and leave it drained: refused before any command
+    /// runs, naming the host and where the name came from (the variable, `--drain-name`,
+    /// or the host's own name it defaults to), for Slurm and Kubernetes alike.
+    #[test]
+    fn a_drain_name_for_many_nodes_refuses_the_host_naming_where_it_came_from() {
+        for kind in ["slurm", "kubernetes"] {
+            for name in ["ALL", "all", "node[1-4]", "a,b", "@gpu", "gpu1\u{2028}ALL"] {
+                let error = for_host(
+                    "node0",
+                    &vars(&[(DRAIN_VARIABLE, kind), (DRAIN_NAME_VARIABLE, name)]),
+                    &DrainSettings::default(),
+                    "1-2",
+                )
+                .err()
+                .unwrap()
+                .to_string();
+                assert!(
+                    error.contains("`node0`: `cuda_upgrade_drain_name`: `"),
+                    "{kind} {name:?}: {error}"
+                );
+            }
+            let kind: DrainKind = kind.parse().unwrap();
+            let flag = DrainSettings {
+                kind,
+                name: Some("GPU_7".parse().unwrap()),
+                ..DrainSettings::default()
+            };
+            let named = for_host("node0", &vars(&[]), &flag, "1-2");
+            let settings = DrainSettings {
+                kind,
+                ..DrainSettings::default()
+            };
+            let error = for_host("ALL", &vars(&[]), &settings, "1-2")
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                error.contains("`ALL`: `cuda_upgrade_drain_name` is not set")
+                    && error.contains("`ALL` names every node"),
+                "{error}"
+            );
+            match kind {
+                // Slurm takes `GPU_7`; Kubernetes refuses it, naming the flag.
+                DrainKind::Slurm => {
+                    assert_eq!(named.unwrap().unwrap().describe(), "slurm node `GPU_7`");
+                }
+                _ => {
+                    let error = named.err().unwrap().to_string();
+                    assert!(
+                        error.contains("`--drain-name`: `GPU_7` is not a kubernetes node name"),
+                        "{error}"
+                    );
+                }
+            }
+        }
+        assert!("ALL".parse::<DrainNodeName>().is_err());
+        assert!("node[1-4]".parse::<DrainNodeName>().is_err());
     }
 }

@@ -12,10 +12,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::converge::{Drain, DrainFuture, DrainStep};
+use crate::text::text_value;
 use crate::transport::Transport;
 
 use super::controller;
 use super::error::DrainError;
+use super::name::{DrainNodeName, failure_line};
 
 /// How long one `scontrol`, `squeue` or `sinfo` may take.
 const COMMAND_BOUND: Duration = Duration::from_secs(60);
@@ -36,7 +38,7 @@ const REASON_MAX: usize = 200;
 /// One node's Slurm drain.
 pub struct Slurm {
     /// The Slurm node, e.g. `gpu3`.
-    node: String,
+    node: DrainNodeName,
     /// The run's id, e.g. `1796241671-4242`.
     run: String,
     /// How long its jobs may take to end.
@@ -48,7 +50,7 @@ pub struct Slurm {
 
 impl Slurm {
     /// `node`'s drain for the run `run`.
-    pub fn new(node: String, run: String, timeout: Duration) -> Self {
+    pub fn new(node: DrainNodeName, run: String, timeout: Duration) -> Self {
         Self {
             node,
             run,
@@ -129,7 +131,8 @@ impl Slurm {
             .iter()
             .any(|word| state.contains(word));
         if out && !reason.starts_with(REASON_PREFIX) {
-            let found = format!("{state}: {reason}");
+            // Whoever set the reason wrote it: it is shown escaped, on its line.
+            let found = format!("{}: {}", text_value(&state), text_value(&reason));
             if let Ok(mut slot) = self.found_out.lock() {
                 *slot = Some(found.clone());
             }
@@ -164,7 +167,7 @@ impl Slurm {
             }
             if started.elapsed() >= self.timeout {
                 return Err(DrainError::JobsRunning {
-                    node: self.node.clone(),
+                    node: self.node.to_string(),
                     jobs: jobs.join(", "),
                     seconds: self.timeout.as_secs(),
                 });
@@ -184,7 +187,10 @@ impl Slurm {
         if reason != self.reason() {
             return Ok(DrainStep {
                 in_service: false,
-                detail: format!("not resumed: its reason is now `{reason}`, no longer this run's"),
+                detail: format!(
+                    "not resumed: its reason is now `{}`, no longer this run's",
+                    text_value(&reason)
+                ),
             });
         }
         self.update("resume", None).await?;
@@ -210,14 +216,10 @@ impl Slurm {
     }
 }
 
-/// A failed node's reason: one line, at most [`REASON_MAX`] characters, e.g.
-/// `cuda-upgrade 17-42 failed: step pip failed`.
+/// A failed node's reason: the failure's first line, escaped (see [`failure_line`]), at
+/// most [`REASON_MAX`] characters, e.g. `cuda-upgrade 17-42 failed: step pip failed`.
 fn failure_reason(reason: &str, failure: &str) -> String {
-    let line = failure
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .replace(|c: char| c.is_control(), " ");
+    let line = failure_line(failure);
     let mut text = format!("{reason} failed: {line}");
     if text.chars().count() > REASON_MAX {
         text = text.chars().take(REASON_MAX - 1).collect::<String>() + "…";
@@ -255,5 +257,19 @@ mod tests {
         );
         let long = failure_reason("cuda-upgrade 1-2", &"x".repeat(500));
         assert_eq!(long.chars().count(), REASON_MAX);
+    }
+
+    /// See: issue 33 — the reason every cluster user reads is one line whatever the
+    /// failure holds: a Unicode line separator ends it, a control is escaped.
+    #[test]
+    fn a_failure_reason_holds_no_line_separator_or_control() {
+        assert_eq!(
+            failure_reason("cuda-upgrade 1-2", "step pip failed\u{2028}Reason=x"),
+            "cuda-upgrade 1-2 failed: step pip failed"
+        );
+        assert_eq!(
+            failure_reason("cuda-upgrade 1-2", "step \u{1b}[2Jpip failed"),
+            "cuda-upgrade 1-2 failed: step \\u{1b}[2Jpip failed"
+        );
     }
 }

@@ -99,7 +99,7 @@ impl Checker {
 }
 
 /// Letters, digits and `_`, not starting with a digit, e.g. `HF_TOKEN`.
-pub(super) fn is_variable_name(name: &str) -> bool {
+pub(crate) fn is_variable_name(name: &str) -> bool {
     name.chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
