@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::{DirectUrl, PipIndexes, Survey, SurveyBlock, SurveyDistribution};
 use crate::manifest::redact_url;
-use crate::text::{is_bidi_control, text_value};
+use crate::text::text_value;
 
 /// The survey as the interpreter printed it (see `survey.py`); every field is checked by
 /// [`typed`] before it is used.
@@ -58,9 +58,7 @@ struct RawBlock {
 /// them `\n`, `\r`, `\x0b`, `\x0c`, `\x1c`..`\x1e`, `\x85`), U+2028 and U+2029; nor a
 /// bidirectional control, which reorders what a reviewer sees.
 fn is_one_line(text: &str) -> bool {
-    !text
-        .chars()
-        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(c))
+    !text.chars().any(crate::text::is_unsafe_in_line)
 }
 
 /// `text` when it is one line (see [`is_one_line`]) and not empty.

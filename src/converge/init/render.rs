@@ -132,7 +132,7 @@ pub fn render(source: &InitSource, facts: &NodeFacts, survey: Option<&Survey>) -
         let _ = writeln!(
             out,
             "description: {}",
-            quoted(&format!("As found on {os}."))
+            quoted(&format!("As found on {}.", text_value(os)))
         );
     }
     target(&mut out, facts);

@@ -179,9 +179,10 @@ pub fn for_host(
     settings: &DrainSettings,
     run: &str,
 ) -> Result<Option<Box<dyn Drain>>, DrainSettingsError> {
+    // A reason may quote the variable's value: escaped, it stays on its line.
     let refuse = |variable: &str, reason: String| DrainSettingsError {
         host: host.to_string(),
-        reason: format!("`{variable}`: {reason}"),
+        reason: format!("`{variable}`: {}", crate::text::text_value(&reason)),
     };
     let var = |name: &str| vars.get(name).map(String::as_str);
     let kind = match var(DRAIN_VARIABLE) {

@@ -98,13 +98,6 @@ pub enum DrainNameError {
     },
 }
 
-/// A character that ends a line for some reader: the controls (`\n`, `\r`, `\x0b`,
-/// `\x0c`, `\x1c`..`\x1e`, `\x85` among them) and the Unicode line and paragraph
-/// separators; bidirectional controls, which reorder what is shown, count too.
-fn breaks_text(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || crate::text::is_bidi_control(c)
-}
-
 impl DrainNodeName {
     /// `text` as one node's name under `rules`, e.g. `gpu07`; `ALL`, `node[1-4]`, `a,b`,
     /// `@gpu`, `-x` and names with a control character or line separator are refused.
@@ -113,7 +106,7 @@ impl DrainNodeName {
         if text.is_empty() {
             return Err(DrainNameError::Empty);
         }
-        if text.chars().any(breaks_text) {
+        if text.chars().any(crate::text::is_unsafe_in_line) {
             return Err(DrainNameError::Control { name: name() });
         }
         if text.eq_ignore_ascii_case("all") {
@@ -197,13 +190,7 @@ impl fmt::Display for DrainNodeName {
 /// escaped, e.g. `step pip failed`.
 pub fn failure_line(failure: &str) -> String {
     let first = failure
-        .split(|c: char| {
-            matches!(
-                c,
-                '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{1c}'
-                    ..='\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-            )
-        })
+        .split(crate::text::is_line_break)
         .next()
         .unwrap_or_default();
     text_value(first)
