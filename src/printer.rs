@@ -7,9 +7,10 @@
 //! ([`Printer::verbose`]), and `--color` decides whether [`Printer::error`] styles its
 //! `error:` (clap styles help and usage errors by the same choice).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use crate::exec::{QuietReporter, Reporter};
+use crate::text::terminal_text;
 
 /// Writes command output to stdout and diagnostics to stderr.
 pub struct Printer {
@@ -82,14 +83,19 @@ impl Printer {
     /// Write `error: MESSAGE` to stderr, `error:` in bold red with colour.
     pub fn error(&mut self, message: &str) -> std::io::Result<()> {
         let (start, end) = if self.color { ERROR_STYLE } else { ("", "") };
-        self.problems(&format!("{start}error:{end} {message}\n"))
+        self.stderr(&format!("{start}error:{end} {}\n", terminal_text(message)))
     }
 
-    /// Write `text` to stdout as is.
+    /// Write `text` to stdout: as is into a pipe or a file, and, on a terminal, with
+    /// every character that could drive the terminal escaped ([`terminal_text`]).
     pub fn out(&mut self, text: &str) -> std::io::Result<()> {
         self.reporter.done();
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(text.as_bytes())?;
+        if stdout.is_terminal() {
+            stdout.write_all(terminal_text(text).as_bytes())?;
+        } else {
+            stdout.write_all(text.as_bytes())?;
+        }
         stdout.flush()
     }
 
@@ -105,7 +111,7 @@ impl Printer {
         fs_err::rename(&temporary, path)
     }
 
-    /// Write a note or a progress line to stderr as is, e.g. `wrote lock.json`; nothing
+    /// Write a note or a progress line to stderr, e.g. `wrote lock.json`; nothing
     /// with `-q`.
     pub fn err(&mut self, text: &str) -> std::io::Result<()> {
         if self.quiet() {
@@ -114,9 +120,14 @@ impl Printer {
         self.problems(text)
     }
 
-    /// Write what is wrong to stderr as is, e.g. `validate`'s located errors; also with
+    /// Write what is wrong to stderr (escaped for a terminal), e.g. `validate`'s located errors; also with
     /// `-q`.
     pub fn problems(&mut self, text: &str) -> std::io::Result<()> {
+        self.stderr(&terminal_text(text))
+    }
+
+    /// Write text already made safe for a terminal to stderr.
+    fn stderr(&mut self, text: &str) -> std::io::Result<()> {
         self.reporter.done();
         let mut stderr = std::io::stderr().lock();
         stderr.write_all(text.as_bytes())?;
@@ -125,7 +136,7 @@ impl Printer {
 
     /// Show what is being done now, e.g. `node0: toolkit — …`.
     pub fn progress(&mut self, message: &str) {
-        self.reporter.step(message);
+        self.reporter.step(&terminal_text(message));
     }
 
     /// The progress reporter, for library calls that say what they are doing.

@@ -45,6 +45,26 @@ pub fn text_value(value: &str) -> String {
     escaped
 }
 
+/// `text` as a terminal may show it: line feeds and tabs kept, every other character
+/// that could move the cursor, recolour, retitle or reorder the screen (escape
+/// sequences, carriage returns, C1 controls, U+2028, bidirectional controls) escaped as
+/// [`text_value`] escapes it, e.g. `\u{1b}[2J` for a clear-screen a package name carried.
+pub fn terminal_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_here = |c: char| c != '\n' && c != '\t' && is_unsafe_in_line(c);
+    if !text.chars().any(unsafe_here) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_here(c) {
+            shown.push_str(&text_value(c.encode_utf8(&mut [0; 4])));
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
+}
+
 /// The Unicode bidirectional controls (embeddings, overrides, isolates and marks),
 /// which reorder how text is shown, e.g. U+202E RIGHT-TO-LEFT OVERRIDE.
 pub fn is_bidi_control(c: char) -> bool {
@@ -206,5 +226,15 @@ mod tests {
         assert!(Line::new("sglang-0.5.9 cuda13 ✓").is_ok());
         assert!(Line::new("a\u{202e}b").is_err());
         assert!(serde_json::from_str::<Line>("\"a\\u2028b\"").is_err());
+    }
+
+    /// See: issue 33. What reaches a terminal keeps its lines and loses its escapes.
+    #[test]
+    fn terminal_text_keeps_lines_and_escapes_the_rest() {
+        assert_eq!(terminal_text("plan\n\tok\n"), "plan\n\tok\n");
+        assert_eq!(
+            terminal_text("torch\u{1b}]0;owned\u{7}\r\u{2028}\u{202e}x"),
+            "torch\\u{1b}]0;owned\\u{7}\\r\\u{2028}\\u{202e}x"
+        );
     }
 }

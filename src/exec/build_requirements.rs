@@ -321,8 +321,15 @@ fn resolve(
     build: &BuildRequirements,
 ) -> Result<Vec<BuildPin>, String> {
     let resolution = &build.resolution;
-    let environment = TargetEnvironment::from_facts(resolution.environment.clone())
-        .map_err(|error| error.to_string())?;
+    // The build runs in an environment of its own: the CUDA runtime the stack loads says
+    // nothing of what its build tools may carry (pip and uv install a `-cu12` build
+    // requirement beside a CUDA 13 stack), so neither it nor the stack's CUDA wheel
+    // policy (nor the toolkit it comes from) constrains them. The interpreter, the
+    // machine, glibc and the driver do.
+    let mut facts = resolution.environment.clone();
+    facts.cuda_runtime = None;
+    facts.toolkit = None;
+    let environment = TargetEnvironment::from_facts(facts).map_err(|error| error.to_string())?;
     let origin = Origin {
         file: file.to_string(),
         span: None,
@@ -353,6 +360,7 @@ fn resolve(
         options: ResolveOptions {
             no_build: PackageSelection::All,
             no_binary: PackageSelection::None,
+            cuda_wheels: crate::cuda::CudaWheelPolicy::Any,
             ..resolution.options.clone()
         },
     };

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::model::Universe;
+use crate::index::filename::DistFileName;
 use crate::manifest::Sha256;
+use crate::text::Line;
 
 /// The only schema of a hashes file this build reads and writes.
 pub const HASHES_SCHEMA: u32 = 1;
@@ -46,18 +48,18 @@ pub struct RecordedHashes {
 #[serde(deny_unknown_fields)]
 pub struct RecordedHash {
     /// The manifest's name for the index, e.g. `pytorch-cu130`.
-    pub index: String,
+    pub index: Line,
     /// e.g. `torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl`.
-    pub filename: String,
+    pub filename: DistFileName,
     /// The sha256 of the bytes the index served.
     pub sha256: Sha256,
     /// Their length in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// When it was recorded, e.g. `2026-12-03`.
-    pub recorded: String,
+    pub recorded: Line,
     /// How, e.g. ``upgrade index hash: downloaded from index `pytorch-cu130` ``.
-    pub how: String,
+    pub how: Line,
 }
 
 /// Failed to read, apply or write a hashes file.
@@ -156,7 +158,7 @@ impl RecordedHashes {
             let Some(index) = universe
                 .indexes
                 .iter_mut()
-                .find(|index| index.name == entry.index)
+                .find(|index| entry.index == index.name)
             else {
                 continue;
             };
@@ -165,7 +167,7 @@ impl RecordedHashes {
                 .values_mut()
                 .flatten()
                 .flat_map(|release| release.files.iter_mut())
-                .filter(|file| file.filename == entry.filename);
+                .filter(|file| entry.filename == file.filename);
             for file in files {
                 match &file.sha256 {
                     None => {
@@ -179,8 +181,8 @@ impl RecordedHashes {
                     Some(known) => {
                         return Err(HashesError::Conflict {
                             path: path.to_path_buf(),
-                            index: entry.index.clone(),
-                            filename: entry.filename.clone(),
+                            index: entry.index.to_string(),
+                            filename: entry.filename.to_string(),
                             recorded: entry.sha256.to_string(),
                             snapshot: known.to_string(),
                         });
@@ -263,12 +265,15 @@ mod tests {
 
     fn entry(sha256: Sha256) -> RecordedHash {
         RecordedHash {
-            index: "pytorch-cu130".to_string(),
-            filename: "torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl".to_string(),
+            index: Line::new("pytorch-cu130").unwrap(),
+            filename: DistFileName::new(
+                "torchaudio-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+            )
+            .unwrap(),
             sha256,
             size: Some(12),
-            recorded: "2026-12-03".to_string(),
-            how: "test".to_string(),
+            recorded: Line::new("2026-12-03").unwrap(),
+            how: Line::new("test").unwrap(),
         }
     }
 

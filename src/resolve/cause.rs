@@ -139,7 +139,9 @@ impl fmt::Display for Unavailable {
                 Ok(())
             }
             Self::Yanked { reason } if reason.is_empty() => f.write_str("it is yanked"),
-            Self::Yanked { reason } => write!(f, "it is yanked (`{reason}`)"),
+            Self::Yanked { reason } => {
+                write!(f, "it is yanked (`{}`)", crate::text::text_value(reason))
+            }
             Self::NoMetadata { url } => write!(
                 f,
                 "no index records the metadata of this version to stand in for the checkout of `{url}`"

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::commands::CommandError;
 use crate::fleet::{FleetNode, FleetProgress};
 use crate::report::{self, text_value};
+use crate::text::terminal_text;
 
 /// A fleet's progress on stderr and in per-node logs.
 pub struct FleetDisplay {
@@ -118,7 +119,7 @@ impl FleetProgress for FleetDisplay {
     }
 
     fn batch(&self, batch: usize, of: usize, hosts: &[&str]) {
-        let line = report::fleet::batch_line(batch, of, hosts);
+        let line = terminal_text(&report::fleet::batch_line(batch, of, hosts)).into_owned();
         match &self.bars {
             Some((multi, _)) => {
                 let _ = multi.println(&line);
@@ -129,7 +130,7 @@ impl FleetProgress for FleetDisplay {
     }
 
     fn finished(&self, node: &FleetNode) {
-        let line = report::fleet::node_line(node);
+        let line = terminal_text(&report::fleet::node_line(node)).into_owned();
         self.log(&node.host, &line);
         for step in &node.steps {
             self.log(

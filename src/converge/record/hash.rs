@@ -71,8 +71,8 @@ pub struct HashReport {
 struct Unhashed {
     package: String,
     version: String,
-    index: String,
-    filename: String,
+    index: crate::text::Line,
+    filename: crate::index::filename::DistFileName,
 }
 
 /// Record the missing digests: see the module's documentation.
@@ -137,8 +137,8 @@ pub async fn record_hashes(request: HashRequest<'_>) -> Result<HashReport, Recor
         wanted.push(Unhashed {
             package: package.name.to_string(),
             version: package.version.to_string(),
-            index: index.to_string(),
-            filename: file.to_string(),
+            index: index.clone(),
+            filename: file.clone(),
         });
     }
 
@@ -167,11 +167,11 @@ pub async fn record_hashes(request: HashRequest<'_>) -> Result<HashReport, Recor
             .await?
             .into_iter()
             .flatten()
-            .find(|listed| listed.filename == file.filename);
+            .find(|listed| file.filename == listed.filename);
         let Some(listed) = listed else {
             return Err(RecordError::NotListed {
-                filename: file.filename,
-                index: file.index,
+                filename: file.filename.to_string(),
+                index: file.index.to_string(),
                 url: location
                     .project_url(&name)
                     .map(|url| redact(&url))
@@ -185,15 +185,18 @@ pub async fn record_hashes(request: HashRequest<'_>) -> Result<HashReport, Recor
             filename: file.filename.clone(),
             sha256: digest.sha256.clone(),
             size: Some(digest.size),
-            recorded: crate::calendar::today(),
-            how: format!("upgrade index hash: downloaded from index `{}`", file.index),
+            recorded: crate::text::Line::escaping(&crate::calendar::today()),
+            how: crate::text::Line::escaping(&format!(
+                "upgrade index hash: downloaded from index `{}`",
+                file.index
+            )),
         });
         recorded.write(&hashes_path)?;
         report.recorded.push(HashedFile {
             package: file.package,
             version: file.version,
-            index: file.index,
-            filename: file.filename,
+            index: file.index.to_string(),
+            filename: file.filename.to_string(),
             sha256: digest.sha256.to_string(),
             size: digest.size,
         });

@@ -140,6 +140,7 @@ pub fn parse_page_where(
     let base = base.as_ref().unwrap_or(page_url);
     Ok(Reader {
         base,
+        remote: matches!(page_url.scheme(), "http" | "https"),
         index_url,
         keep,
         requires_pythons: HashMap::new(),
@@ -150,6 +151,9 @@ pub fn parse_page_where(
 /// Reads a page's raw files into [`ProjectFile`]s.
 struct Reader<'page, 'keep> {
     base: &'page Url,
+    /// The page came over HTTP: its files must too (a `file:` link, or a `<base>` that
+    /// points at one, would have the controller read its own files).
+    remote: bool,
     index_url: &'page Url,
     keep: Keep<'keep>,
     /// Most files of a project share a few `requires-python` values: each is parsed once.
@@ -157,6 +161,13 @@ struct Reader<'page, 'keep> {
 }
 
 impl<'page> Reader<'page, '_> {
+    /// `href` resolved against the page, when it is a URL the page may list: over
+    /// HTTP(S) from a page that came over HTTP(S).
+    fn join(&self, href: &str) -> Option<Url> {
+        let url = self.base.join(href).ok()?;
+        (!self.remote || matches!(url.scheme(), "http" | "https")).then_some(url)
+    }
+
     /// One entry per file name, the last listing of each (a listing counts when its URL
     /// resolves and it names a distribution), kept ones only, in page order. Read from
     /// the end, so a name already met is an earlier, stale listing; a later listing left
@@ -175,7 +186,7 @@ impl<'page> Reader<'page, '_> {
                 continue;
             }
             if let Some(later) = unchecked.remove(&name)
-                && self.base.join(&later.href).is_ok()
+                && self.join(&later.href).is_some()
             {
                 lists_any = true;
                 seen.insert(name);
@@ -188,7 +199,7 @@ impl<'page> Reader<'page, '_> {
                     .files
                     .add(&dist, file.requires_python.as_deref().map(str::trim));
                 if Self::better_stand_in(release.stand_in.as_ref(), file, &dist)
-                    && let Some(url) = resolved.clone().or_else(|| self.base.join(&file.href).ok())
+                    && let Some(url) = resolved.clone().or_else(|| self.join(&file.href))
                 {
                     release.stand_in = Some(self.file(
                         file,
@@ -206,7 +217,7 @@ impl<'page> Reader<'page, '_> {
                 }
                 continue;
             }
-            let Some(url) = resolved.or_else(|| self.base.join(&file.href).ok()) else {
+            let Some(url) = resolved.or_else(|| self.join(&file.href)) else {
                 continue;
             };
             lists_any = true;
@@ -217,7 +228,7 @@ impl<'page> Reader<'page, '_> {
         lists_any = lists_any
             || unchecked
                 .values()
-                .any(|file| self.base.join(&file.href).is_ok());
+                .any(|file| self.join(&file.href).is_some());
         ListedPage {
             files,
             lists_any,
@@ -269,7 +280,7 @@ impl<'page> Reader<'page, '_> {
         {
             return Some((Cow::Borrowed(name.as_ref()), dist, None));
         }
-        let url = self.base.join(&file.href).ok()?;
+        let url = self.join(&file.href)?;
         let name = url
             .path_segments()
             .and_then(|mut segments| segments.next_back().map(percent_decode))?;
@@ -570,6 +581,28 @@ mod tests {
 
     /// The files a filter leaves out are summed up per version, and one Linux wheel
     /// with a PEP 658 file stands for a release whose only file kept is its sdist.
+    /// See: issue 33. A page served over HTTP lists only HTTP(S) files: a `file:` link,
+    /// or a `<base>` that points at one, would have the controller read and hash its own
+    /// files; a name that is no distribution's (`../`, a line break) is left out.
+    #[test]
+    fn a_remote_page_lists_no_local_file_and_no_hostile_name() {
+        let html = r#"<a href="file:///root/.ssh/a-1.0-py3-none-any.whl">a-1.0-py3-none-any.whl</a>
+<a href="/f/a-0.9.tar.gz">a-0.9.tar.gz</a>
+<a href="/f/x">../../a-0.8.tar.gz</a>
+<a href="/f/a-0.7.tar.gz%0A--extra-index-url%20x">a</a>"#;
+        let page = url("http://127.0.0.1:1/simple/a/");
+        let files = parse_page(html.as_bytes(), Some("text/html"), &page, &page).unwrap();
+        let names: Vec<&str> = files.iter().map(|file| file.filename.as_str()).collect();
+        assert_eq!(names, ["a-0.9.tar.gz"]);
+        let based = r#"<base href="file:///root/"><a href="a-1.0.tar.gz">a-1.0.tar.gz</a>"#;
+        let files = parse_page(based.as_bytes(), Some("text/html"), &page, &page).unwrap();
+        assert!(files.is_empty(), "{files:?}");
+        // A local index (a `file:` page) lists its local files.
+        let local = url("file:///srv/simple/a/");
+        let files = parse_page(html.as_bytes(), Some("text/html"), &local, &local).unwrap();
+        assert_eq!(files.len(), 2, "{files:?}");
+    }
+
     #[test]
     fn files_left_out_and_a_stand_in() {
         let html = r#"<a href="/f/n-1.0-cp311-cp311-win_amd64.whl" data-core-metadata="true">n-1.0-cp311-cp311-win_amd64.whl</a>
