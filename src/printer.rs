@@ -105,10 +105,7 @@ impl Printer {
         let Some(path) = path else {
             return self.out(text);
         };
-        let mut temporary = path.as_os_str().to_owned();
-        temporary.push(".tmp");
-        fs_err::write(&temporary, text)?;
-        fs_err::rename(&temporary, path)
+        crate::local_file::write_atomic(path, text.as_bytes())
     }
 
     /// Write a note or a progress line to stderr, e.g. `wrote lock.json`; nothing

@@ -305,12 +305,10 @@ async fn write_set(path: &Path, pins: &[BuildPin]) -> std::io::Result<()> {
         pins: pins.to_vec(),
     };
     let bytes = serde_json::to_vec_pretty(&set).map_err(std::io::Error::other)?;
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent).await?;
-    }
-    let partial = path.with_extension(format!("partial.{}", std::process::id()));
-    tokio::fs::write(&partial, bytes).await?;
-    tokio::fs::rename(&partial, path).await
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || crate::local_file::write_atomic(&path, &bytes))
+        .await
+        .map_err(std::io::Error::other)?
 }
 
 /// Resolve `requirements` (from `file`) for the node of `build` over the manifest's
