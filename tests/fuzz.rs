@@ -38,6 +38,16 @@ proptest! {
 fn every_seed_file_as_it_is() {
     let seeds = seeds();
     assert!(seeds.files.len() > 40, "{} seed files", seeds.files.len());
+    // The seed lock is accepted and exported, and the seed pages list their files.
+    for (name, bytes) in &seeds.files {
+        if name.ends_with("fuzz/seed.lock.json") {
+            let text = String::from_utf8_lossy(bytes);
+            assert!(
+                cuda_upgrade::resolve::Lock::from_json(&text).is_ok(),
+                "{name} is not a lock"
+            );
+        }
+    }
     for seed in (0..harness::SHELL_SAMPLE * 4).step_by(harness::SHELL_SAMPLE as usize) {
         if let Err(failure) = harness::run_case(seeds, seed) {
             panic!("seed {}: {}", failure.seed, failure.what);

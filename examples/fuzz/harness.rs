@@ -33,6 +33,13 @@ use cuda_upgrade::text::is_line_break;
 /// One case taking longer than this is a failure: cost must stay bounded.
 pub const SLOW_CASE: Duration = Duration::from_secs(2);
 
+/// How many mutated locks the lock reader accepted (and so the exporters wrote), and
+/// how many files the page reader listed, over every case of this process: a target
+/// that only ever refuses would test no writer.
+pub static LOCKS_EXPORTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// See [`LOCKS_EXPORTED`].
+pub static PAGE_FILES_LISTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Every `SHELL_SAMPLE`-th case also runs its quoted word through `sh`.
 pub const SHELL_SAMPLE: u64 = 4096;
 
@@ -167,6 +174,15 @@ const TOKENS: &[&str] = &[
     "# <<< cuda-upgrade managed block <<<\n",
     "\u{85}",
     "\u{2028}",
+    "\u{2029}",
+    "\u{1b}[2J",
+    "\u{202e}",
+    "../",
+    // The same characters as JSON escapes, which a lock or a JSON page decodes.
+    "\\u2028",
+    "\\u0085",
+    "\\n--extra-index-url https://x/",
+    "\\u001b[2J",
     "é",
     "\u{10ffff}",
 ];
@@ -326,6 +342,16 @@ fn check_case(seeds: &Seeds, seed: u64) -> Result<(), String> {
     }
     check_lock(&text)?;
     check_page(&input)?;
+    // Every case also mutates the seed lock and the seed pages, so each target meets a
+    // million inputs of its own kind in a million cases.
+    for (name, seed) in files {
+        if name.ends_with("fuzz/seed.lock.json") {
+            let mutated = mutate(&mut rng, seed, other);
+            check_lock(&String::from_utf8_lossy(&mutated))?;
+        } else if name.contains("fuzz/project-page.") {
+            check_page(&mutate(&mut rng, seed, other))?;
+        }
+    }
     let _ = managed_block::find(&input, env::MARKER);
     if let Ok(spliced) = managed_block::splice(&input, env::MARKER, &block) {
         match managed_block::find(&spliced, env::MARKER) {
@@ -362,6 +388,7 @@ fn check_lock(text: &str) -> Result<(), String> {
     let Ok(lock) = Lock::from_json(text) else {
         return Ok(());
     };
+    LOCKS_EXPORTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let json = serde_json::to_string(&lock).map_err(|error| format!("lock to JSON: {error}"))?;
     match Lock::from_json(&json) {
         Ok(again) if again == lock => {}
@@ -461,6 +488,7 @@ fn check_page(body: &[u8]) -> Result<(), String> {
         let Ok(files) = simple::parse_page(body, Some(content_type), &page, &index) else {
             continue;
         };
+        PAGE_FILES_LISTED.fetch_add(files.len() as u64, std::sync::atomic::Ordering::Relaxed);
         for file in files {
             if DistFileName::new(file.filename.as_str()).is_err() {
                 return Err(format!("a page listed the file name {:?}", file.filename));

@@ -83,6 +83,11 @@ fn main() -> std::process::ExitCode {
         harness::SLOW_CASE,
         slowest_time,
     );
+    println!(
+        "fuzz: {} mutated locks accepted and exported; {} files listed by mutated project pages",
+        harness::LOCKS_EXPORTED.load(Ordering::Relaxed),
+        harness::PAGE_FILES_LISTED.load(Ordering::Relaxed),
+    );
     if failures.is_empty() {
         std::process::ExitCode::SUCCESS
     } else {

@@ -5,11 +5,8 @@
 //! The lock is the ordinary resolution of the releases the live resolution visited,
 //! with the digests recorded beside the manifest laid over them, as for a snapshot.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use pep508_rs::PackageName;
 
 use super::ConvergeError;
 use super::sources::{SourceError, index_sources};
@@ -67,15 +64,7 @@ pub fn resolve_live_universe(
         constraints,
         ..crate::resolve::live_settings(environment, options.max_projects, options.max_releases)?
     };
-    let pins: BTreeMap<PackageName, String> = request
-        .requirements
-        .iter()
-        .filter_map(|root| {
-            root.index
-                .as_ref()
-                .map(|index| (root.requirement.name.clone(), index.clone()))
-        })
-        .collect();
+    let pins = request.index_pins();
     let wait_limit = wait_limit(&options.client);
     let client = IndexClient::new(options.client.clone()).map_err(client_error)?;
     let live = LiveIndex::new(client, sources, settings, pins, wait_limit).map_err(client_error)?;

@@ -379,15 +379,7 @@ fn resolve(
         ..crate::resolve::live_settings(&environment, MAX_PROJECTS, MAX_RELEASES)
             .map_err(|error| error.to_string())?
     };
-    let pins = request
-        .requirements
-        .iter()
-        .filter_map(|root| {
-            root.index
-                .as_ref()
-                .map(|index| (root.requirement.name.clone(), index.clone()))
-        })
-        .collect();
+    let pins = request.index_pins();
     let client = IndexClient::new(ClientSettings::default()).map_err(|error| error.to_string())?;
     let wait_limit = std::time::Duration::from_secs(300);
     let live = LiveIndex::new(client, sources, settings, pins, wait_limit)

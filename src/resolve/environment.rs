@@ -69,10 +69,12 @@ pub struct TargetEnvironment {
 #[serde(deny_unknown_fields)]
 pub struct FactsFile {
     /// e.g. `3.12.3`.
+    #[serde(deserialize_with = "dotted_python")]
     pub python: String,
     /// e.g. `cpython`.
     pub implementation: Implementation,
     /// e.g. `2.39`.
+    #[serde(deserialize_with = "dotted_glibc")]
     pub glibc: String,
     /// e.g. `x86_64`.
     pub arch: Arch,
@@ -237,6 +239,38 @@ impl TargetEnvironment {
             sys_platform: "linux",
         })
         .map_err(|error| error.to_string())
+    }
+}
+
+/// A facts file's (or a lock's) interpreter version as read: a PEP 440 version of ASCII
+/// letters, digits, `.` and `+` (no space, no line break), e.g. `3.12.3` or `3.14.0rc1`;
+/// it is written into exported markers.
+fn dotted_python<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    let plain = !text.is_empty()
+        && text.len() <= 32
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'+');
+    if plain && Version::from_str(&text).is_ok() {
+        Ok(text)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "`{}` is not a Python version (e.g. `3.12.3`)",
+            crate::text::text_value(&text)
+        )))
+    }
+}
+
+/// A facts file's (or a lock's) glibc as read, e.g. `2.39`.
+fn dotted_glibc<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    match Glibc::from_str(&text) {
+        Ok(_) if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') => Ok(text),
+        _ => Err(serde::de::Error::custom(format!(
+            "`{}` is not a glibc version (`MAJOR.MINOR`)",
+            crate::text::text_value(&text)
+        ))),
     }
 }
 

@@ -131,6 +131,19 @@ pub struct Request {
 }
 
 impl Request {
+    /// The index each root requirement is pinned to, by name, e.g. `torch` →
+    /// `pytorch-cu130`.
+    pub fn index_pins(&self) -> std::collections::BTreeMap<PackageName, String> {
+        self.requirements
+            .iter()
+            .filter_map(|root| {
+                root.index
+                    .as_ref()
+                    .map(|index| (root.requirement.name.clone(), index.clone()))
+            })
+            .collect()
+    }
+
     /// The request a manifest makes; `file` names it in reports.
     pub fn from_manifest(manifest: &Manifest, file: &str) -> Self {
         let origin = |span| Origin {
