@@ -86,12 +86,6 @@ pub enum ExportError {
         /// What the lock has.
         locked: String,
     },
-    /// A locked name is not a valid package name.
-    #[error("Failed to export `{package}`: not a valid package name")]
-    PackageName {
-        /// e.g. `torch!`.
-        package: String,
-    },
     /// The index client could not start.
     #[error("Failed to start the index client")]
     ClientSetup(#[source] Box<crate::index::client::ClientError>),
