@@ -13,7 +13,7 @@ use crate::transport::{
     download, mask,
 };
 
-use super::send::{held, local_copy};
+use super::send::{held, index_file_url, local_copy};
 use super::{ExecError, gather_facts};
 
 /// How many lines of a failing command's output a report shows.
@@ -397,37 +397,6 @@ async fn outgoing_file<'a>(
         }
         _ => Ok(None),
     }
-}
-
-/// The URL of `file` on the index's project page of `project`.
-pub(super) async fn index_file_url(
-    index: &str,
-    index_url: &str,
-    project: &str,
-    file: &str,
-) -> Result<url::Url, ExecError> {
-    use crate::index::client::{ClientSettings, IndexClient, IndexLocation};
-    let missing = |reason: String| ExecError::IndexFile {
-        file: file.to_string(),
-        index: index.to_string(),
-        reason,
-    };
-    let location =
-        IndexLocation::new(index, index_url).map_err(|error| missing(error.to_string()))?;
-    let name = pep508_rs::PackageName::new(project.to_string())
-        .map_err(|error| missing(error.to_string()))?;
-    let client =
-        IndexClient::new(ClientSettings::default()).map_err(|error| missing(error.to_string()))?;
-    let files = client
-        .fetch_project(&location, &name)
-        .await
-        .map_err(|error| missing(error.to_string()))?
-        .ok_or_else(|| missing(format!("the index has no project `{project}`")))?;
-    files
-        .into_iter()
-        .find(|candidate| candidate.filename == file)
-        .map(|found| found.url)
-        .ok_or_else(|| missing(format!("the project page of `{project}` does not list it")))
 }
 
 /// The value the env check starts the interpreter with, to see that it wins.

@@ -33,7 +33,7 @@ use crate::steps::{BuildRequirements, KnownBuildRequirements, Operation, Step};
 use crate::transport::{Transport, WriteSpec, Written, download};
 
 use super::ExecError;
-use super::send::{held, local_copy};
+use super::send::{held, index_file_url, local_copy};
 
 /// The most projects one set of build requirements may look up.
 const MAX_PROJECTS: usize = 200;
@@ -192,7 +192,7 @@ pub async fn wheels_for(
             .find(|index| pin.index == index.name)
             .ok_or_else(|| failed(format!("the index `{}` is not configured", pin.index)))?;
         let local = local_copy(&pin.file, &pin.sha256, cache_dir, || {
-            super::apply::index_file_url(&index.name, &index.url, pin.name.as_ref(), &pin.file)
+            index_file_url(&index.name, &index.url, pin.name.as_ref(), &pin.file)
         })
         .await
         .map_err(|error| failed(crate::text::error_chain(&error).replace('\n', " ")))?;

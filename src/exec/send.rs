@@ -1,6 +1,7 @@
 //! Sending the controller's files to a node once: a file the node already holds at its
 //! place with the same digest is not sent again. What the node holds is asked in one
-//! round trip for all the files of a step.
+//! round trip for all the files of a step. A file of an index is found on its project
+//! page ([`index_file_url`]) and copied into the controller's cache ([`local_copy`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -64,4 +65,35 @@ pub async fn send_all(
         .collect();
     let (written, result) = transport.write_files(&batch).await;
     (written, result.map_err(ExecError::from))
+}
+
+/// The URL of `file` on the index's project page of `project`.
+pub(super) async fn index_file_url(
+    index: &str,
+    index_url: &str,
+    project: &str,
+    file: &str,
+) -> Result<url::Url, ExecError> {
+    use crate::index::client::{ClientSettings, IndexClient, IndexLocation};
+    let missing = |reason: String| ExecError::IndexFile {
+        file: file.to_string(),
+        index: index.to_string(),
+        reason,
+    };
+    let location =
+        IndexLocation::new(index, index_url).map_err(|error| missing(error.to_string()))?;
+    let name = pep508_rs::PackageName::new(project.to_string())
+        .map_err(|error| missing(error.to_string()))?;
+    let client =
+        IndexClient::new(ClientSettings::default()).map_err(|error| missing(error.to_string()))?;
+    let files = client
+        .fetch_project(&location, &name)
+        .await
+        .map_err(|error| missing(error.to_string()))?
+        .ok_or_else(|| missing(format!("the index has no project `{project}`")))?;
+    files
+        .into_iter()
+        .find(|candidate| candidate.filename == file)
+        .map(|found| found.url)
+        .ok_or_else(|| missing(format!("the project page of `{project}` does not list it")))
 }
