@@ -261,6 +261,18 @@ pub async fn known(
     })
 }
 
+/// The environment build requirements are resolved for: the node's, without the CUDA
+/// runtime and toolkit. The build runs in an environment of its own, so the CUDA runtime
+/// the stack loads says nothing of what its build tools may carry (pip and uv install a
+/// `-cu12` build requirement beside a CUDA 13 stack); the interpreter, the machine,
+/// glibc and the driver do constrain them.
+fn build_environment(build: &BuildRequirements) -> crate::resolve::FactsFile {
+    let mut facts = build.resolution.environment.clone();
+    facts.cuda_runtime = None;
+    facts.toolkit = None;
+    facts
+}
+
 /// Where the cache keeps the set of `requirements` for the node of `build`.
 fn set_path(requirements: &[Requirement], build: &BuildRequirements, cache_dir: &Path) -> PathBuf {
     cache_dir
@@ -274,7 +286,7 @@ fn set_key(requirements: &[Requirement], build: &BuildRequirements) -> String {
     let resolution = &build.resolution;
     let mut parts: Vec<String> = vec![format!("build-requirements {SET_SCHEMA}")];
     parts.extend(requirements.iter().map(ToString::to_string));
-    parts.push(serde_json::to_string(&resolution.environment).unwrap_or_default());
+    parts.push(serde_json::to_string(&build_environment(build)).unwrap_or_default());
     for index in &resolution.indexes {
         parts.push(format!("{} {} {}", index.name, index.url, index.explicit));
     }
@@ -319,15 +331,8 @@ fn resolve(
     build: &BuildRequirements,
 ) -> Result<Vec<BuildPin>, String> {
     let resolution = &build.resolution;
-    // The build runs in an environment of its own: the CUDA runtime the stack loads says
-    // nothing of what its build tools may carry (pip and uv install a `-cu12` build
-    // requirement beside a CUDA 13 stack), so neither it nor the stack's CUDA wheel
-    // policy (nor the toolkit it comes from) constrains them. The interpreter, the
-    // machine, glibc and the driver do.
-    let mut facts = resolution.environment.clone();
-    facts.cuda_runtime = None;
-    facts.toolkit = None;
-    let environment = TargetEnvironment::from_facts(facts).map_err(|error| error.to_string())?;
+    let environment = TargetEnvironment::from_facts(build_environment(build))
+        .map_err(|error| error.to_string())?;
     let origin = Origin {
         file: file.to_string(),
         span: None,
@@ -358,6 +363,7 @@ fn resolve(
         options: ResolveOptions {
             no_build: PackageSelection::All,
             no_binary: PackageSelection::None,
+            // Nor does the stack's CUDA wheel policy (see [`build_environment`]).
             cuda_wheels: crate::cuda::CudaWheelPolicy::Any,
             ..resolution.options.clone()
         },
@@ -437,26 +443,17 @@ fn unresolvable(error: &ResolveError) -> String {
     lines.join("; ")
 }
 
-/// Check that `file` is a wheel's file name and one plain path component, e.g.
-/// `setuptools-80.9.0-py3-none-any.whl`: an sdist, or a name an index made up (`../`,
-/// a separator, a control character), is refused, named.
+/// Check that `file` is a wheel's file name, e.g. `setuptools-80.9.0-py3-none-any.whl`:
+/// an sdist, or a name that is no distribution's (`../`, a separator, a control
+/// character: [`DistFilename::parse`] refuses those), is refused, named.
 fn wheel_file(file: &str) -> Result<(), String> {
-    let plain = file
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+' | '!'))
-        && !file.starts_with('.');
-    let shown = crate::text::text_value(file);
-    if !plain {
-        return Err(format!(
-            "`{shown}` is not a plain file name (letters, digits, `._-+!`)"
-        ));
-    }
     match DistFilename::parse(file) {
         Ok(DistFilename::Wheel(_)) => Ok(()),
         Ok(DistFilename::Sdist(_)) => Err(format!(
-            "`{shown}` is an sdist: build requirements come only as wheels (nothing is built on the controller)"
+            "`{}` is an sdist: build requirements come only as wheels (nothing is built on the controller)",
+            crate::text::text_value(file)
         )),
-        Err(error) => Err(format!("`{shown}` is not a wheel: {error}")),
+        Err(error) => Err(format!("not a wheel: {error}")),
     }
 }
 
