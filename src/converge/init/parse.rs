@@ -14,8 +14,8 @@ use pep508_rs::PackageName;
 use serde::Deserialize;
 
 use super::{DirectUrl, PipIndexes, Survey, SurveyBlock, SurveyDistribution};
-use crate::manifest::redact_url;
-use crate::text::text_value;
+use crate::manifest::RedactedUrl;
+use crate::text::{Line, text_value};
 
 /// The survey as the interpreter printed it (see `survey.py`); every field is checked by
 /// [`typed`] before it is used.
@@ -54,16 +54,14 @@ struct RawBlock {
     secrets: Vec<serde_json::Value>,
 }
 
-/// A text without any character that ends a line for some reader: the controls (among
-/// them `\n`, `\r`, `\x0b`, `\x0c`, `\x1c`..`\x1e`, `\x85`), U+2028 and U+2029; nor a
-/// bidirectional control, which reorders what a reviewer sees.
-fn is_one_line(text: &str) -> bool {
-    !text.chars().any(crate::text::is_unsafe_in_line)
-}
-
-/// `text` when it is one line (see [`is_one_line`]) and not empty.
+/// `text` when it is one non-empty [`Line`] (no control character, line break of any
+/// reader or bidirectional control, which a YAML reader would take as the start of a
+/// new line, a key, a section).
 fn line(text: &str) -> Option<String> {
-    (!text.is_empty() && is_one_line(text)).then(|| text.to_string())
+    Line::new(text)
+        .ok()
+        .filter(|line| !line.is_empty())
+        .map(String::from)
 }
 
 /// Index URLs: the schemes the manifest's `indexes[].url` takes.
@@ -85,7 +83,7 @@ const DIRECT_SCHEMES: &[&str] = &[
 /// parsed, no host that starts with `-` (as the manifest loader checks its URLs); the
 /// reason it is not, e.g. `not a URL (relative URL without a base)`.
 fn url(text: &str, schemes: &[&str]) -> Result<String, String> {
-    if !is_one_line(text) {
+    if Line::new(text).is_err() {
         return Err("it holds a control character or a line separator".to_string());
     }
     let parsed = url::Url::parse(text).map_err(|error| format!("not a URL ({error})"))?;
@@ -110,11 +108,6 @@ pub(super) fn direct_url_text(text: &str) -> Result<String, String> {
 /// A git commit id: 7 to 64 hexadecimal digits.
 fn is_commit(text: &str) -> bool {
     (7..=64).contains(&text.len()) && text.chars().all(|c| c.is_ascii_hexdigit())
-}
-
-/// A URL shown in a note: credentials masked, escaped.
-fn shown_url(text: &str) -> String {
-    text_value(&redact_url(text))
 }
 
 /// The typed survey of `raw`; what does not parse is left out and noted in
@@ -204,7 +197,7 @@ fn direct_url(
                 .map_err(|reason| {
                     skipped.push(format!(
                         "the URL `{}` that `{name}` {version} was installed from: {reason}",
-                        shown_url(text)
+                        RedactedUrl::new(text)
                     ));
                 })
                 .ok()
@@ -231,7 +224,7 @@ fn pip(raw: RawPip, skipped: &mut Vec<String>) -> PipIndexes {
     let mut checked = |text: String, what: &str| match url(&text, INDEX_SCHEMES) {
         Ok(url) => Some(url),
         Err(reason) => {
-            skipped.push(format!("pip's `{what}` `{}`: {reason}", shown_url(&text)));
+            skipped.push(format!("pip's `{what}` `{}`: {reason}", RedactedUrl::new(&text)));
             None
         }
     };
@@ -271,7 +264,7 @@ fn managed_block(raw: RawBlock, skipped: &mut Vec<String>) -> SurveyBlock {
     for (name, value) in &raw.variables {
         let value = value
             .as_str()
-            .filter(|text| is_one_line(text))
+            .filter(|text| Line::new(*text).is_ok())
             .map(str::to_string);
         match (variable_name(name), value) {
             (Some(name), Some(value)) => variables.push((name, value)),
