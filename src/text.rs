@@ -113,18 +113,23 @@ pub struct LineError {
 /// The first character of `text` that cannot stand in one line, with its position
 /// (from 1) and what it is, e.g. `(3, '\u{2028}', "line break")`.
 pub fn first_unsafe_in_line(text: &str) -> Option<(usize, char, &'static str)> {
-    text.chars().enumerate().find_map(|(index, c)| {
-        let kind = if is_bidi_control(c) {
-            "bidirectional control character"
-        } else if is_line_break(c) {
-            "line break"
-        } else if c.is_control() {
-            "control character"
-        } else {
-            return None;
-        };
-        Some((index + 1, c, kind))
-    })
+    text.chars()
+        .enumerate()
+        .find_map(|(index, c)| unsafe_kind(c).map(|kind| (index + 1, c, kind)))
+}
+
+/// What `c` is when it cannot stand in one line, e.g. `line break` for U+2028; `None`
+/// for any other character.
+pub fn unsafe_kind(c: char) -> Option<&'static str> {
+    if is_bidi_control(c) {
+        Some("bidirectional control character")
+    } else if is_line_break(c) {
+        Some("line break")
+    } else if c.is_control() {
+        Some("control character")
+    } else {
+        None
+    }
 }
 
 impl Line {

@@ -27,7 +27,7 @@ use super::redact::{has_credentials, redact_text, redact_url};
 use super::yaml::{self, Key, Node, NodeKind, Span};
 use crate::cuda::{CudaVersion, CudaWheelPolicy, DriverVersion, GpuArch};
 use crate::shell;
-use crate::text::{is_bidi_control, is_line_break, is_unsafe_in_line};
+use crate::text::unsafe_kind;
 
 mod consistency;
 mod env;
@@ -387,20 +387,15 @@ impl Checker {
     /// `.pth` file or a requirements file would start a new line there) and the
     /// bidirectional controls (e.g. U+202E) everywhere.
     fn check_characters(&mut self, span: Span, what: &str, text: &str, multi_line: bool) -> bool {
-        let bad = text.chars().enumerate().find(|(_, c)| {
+        let bad = text.chars().enumerate().find_map(|(position, c)| {
             let allowed = multi_line && matches!(c, '\t' | '\n');
-            !allowed && is_unsafe_in_line(*c)
+            unsafe_kind(c)
+                .filter(|_| !allowed)
+                .map(|kind| (position, c, kind))
         });
         match bad {
             None => true,
-            Some((position, c)) => {
-                let kind = if is_bidi_control(c) {
-                    "bidirectional control character"
-                } else if is_line_break(c) {
-                    "line break"
-                } else {
-                    "control character"
-                };
+            Some((position, c, kind)) => {
                 self.error(
                     span,
                     format!(

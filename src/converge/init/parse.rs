@@ -224,7 +224,10 @@ fn pip(raw: RawPip, skipped: &mut Vec<String>) -> PipIndexes {
     let mut checked = |text: String, what: &str| match url(&text, INDEX_SCHEMES) {
         Ok(url) => Some(url),
         Err(reason) => {
-            skipped.push(format!("pip's `{what}` `{}`: {reason}", RedactedUrl::new(&text)));
+            skipped.push(format!(
+                "pip's `{what}` `{}`: {reason}",
+                RedactedUrl::new(&text)
+            ));
             None
         }
     };

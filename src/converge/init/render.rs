@@ -11,7 +11,7 @@ use super::{DirectUrl, Survey, SurveyDistribution};
 use crate::cuda::GpuArch;
 use crate::facts::{NodeFacts, PackageManager, PackageOrigin, Toolkit};
 use crate::manifest::redact_url;
-use crate::text::{is_bidi_control, text_value};
+use crate::text::{is_unsafe_in_line, text_value};
 
 /// Where the facts came from, for the header: `--local`, `--host node0` or `--facts F`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,7 +65,7 @@ fn quoted(text: &str) -> String {
     let json = serde_json::Value::String(text.to_string()).to_string();
     let mut out = String::with_capacity(json.len());
     for c in json.chars() {
-        if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(c) {
+        if is_unsafe_in_line(c) {
             let _ = write!(out, "\\u{:04x}", u32::from(c));
         } else {
             out.push(c);
