@@ -76,5 +76,5 @@ fn read_lock(path: &std::path::Path) -> Result<Lock, CommandError> {
         path: path.to_path_buf(),
         message,
     };
-    Lock::read(path).map_err(|error| lock_error(crate::text::error_chain(&error.source)))
+    Lock::read(path).map_err(|error| lock_error(crate::text::error_chain(&error)))
 }

@@ -64,7 +64,7 @@ pub fn read_lock(path: &Path) -> Result<Lock, ConvergeError> {
         path: path.to_path_buf(),
         reason,
     };
-    Lock::read(path).map_err(|error| refused(crate::text::error_chain(&error.source)))
+    Lock::read(path).map_err(|error| refused(crate::text::error_chain(&error)))
 }
 
 /// The command that writes a fresh lock of `prepared` to `path`.

@@ -227,15 +227,10 @@ impl Lock {
         Ok(lock)
     }
 
-    /// Read the lock in `path`; see [`Lock::from_json`].
-    pub fn read(path: &Path) -> Result<Self, LockFileError> {
-        let located = |source| LockFileError {
-            path: path.to_path_buf(),
-            source,
-        };
-        let text =
-            fs_err::read_to_string(path).map_err(|error| located(LockReadError::Io(error)))?;
-        Self::from_json(&text).map_err(located)
+    /// Read the lock in `path`; see [`Lock::from_json`]. The caller names the path.
+    pub fn read(path: &Path) -> Result<Self, LockReadError> {
+        let text = fs_err::read_to_string(path).map_err(LockReadError::Io)?;
+        Self::from_json(&text)
     }
 
     /// Plain text: one line per package, then the assumed node values.
@@ -286,17 +281,6 @@ impl Lock {
         }
         out
     }
-}
-
-/// Failed to read a lock file, e.g. `Failed to read the lock `app.lock.json``.
-#[derive(Debug, thiserror::Error)]
-#[error("Failed to read the lock `{}`", .path.display())]
-pub struct LockFileError {
-    /// e.g. `app.lock.json`.
-    pub path: std::path::PathBuf,
-    /// Why.
-    #[source]
-    pub source: LockReadError,
 }
 
 /// Why a lock's text is not a lock this build reads.

@@ -181,16 +181,11 @@ pub fn plan(
     let mut install: Vec<String> = Vec::new();
     let mut expected: Vec<(String, String)> = Vec::new();
     let mut keep: BTreeSet<&str> = TOOLING.iter().copied().collect();
-    let locked_names: Vec<String> = lock
-        .packages
-        .iter()
-        .map(|package| package.name.to_string())
-        .collect();
     let mut unhashed: Vec<PipError> = Vec::new();
     let mut sent: Vec<Operation> = Vec::new();
     let mut packages = PackageDiff::default();
-    keep.extend(locked_names.iter().map(String::as_str));
     for package in &lock.packages {
+        keep.insert(package.name.as_ref());
         let Some((index, file, sha256)) = package.index_file() else {
             continue;
         };
