@@ -86,14 +86,9 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
 
 /// The lock file `--check` compares: `--lock`, else `NAME.lock.json` beside the manifest.
 fn lock_path(args: &LockArgs) -> PathBuf {
-    args.lock.clone().unwrap_or_else(|| {
-        let stem = args
-            .manifest
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        args.manifest.with_file_name(format!("{stem}.lock.json"))
-    })
+    args.lock
+        .clone()
+        .unwrap_or_else(|| crate::resolve::lock_path_beside(&args.manifest))
 }
 
 /// `--check`: print what differs between the lock file and `now`; exit 4 when anything does.

@@ -39,6 +39,17 @@ use crate::text::Line;
 /// The only lock schema this build writes.
 pub const LOCK_SCHEMA: u32 = 1;
 
+/// Where the lock of the manifest at `manifest` lives: `NAME.lock.json` beside
+/// `NAME.yaml` (also for a `REV:PATH` path read from git), e.g.
+/// `manifests/x.yaml` → `manifests/x.lock.json`.
+pub fn lock_path_beside(manifest: &Path) -> std::path::PathBuf {
+    let stem = manifest
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    manifest.with_file_name(format!("{stem}.lock.json"))
+}
+
 /// A resolved manifest for one node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lock {

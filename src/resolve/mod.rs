@@ -40,7 +40,9 @@ pub use conflict::{Conflict, ConflictReport, Fact};
 pub use environment::{FactsFile, Implementation, TargetEnvironment};
 pub use error::ResolveError;
 pub use live::{LiveError, LiveResolution, live_settings, resolve_live};
-pub use lock::{FindingKind, LOCK_SCHEMA, Lock, LockFinding, LockedPackage, LockedSource};
+pub use lock::{
+    FindingKind, LOCK_SCHEMA, Lock, LockFinding, LockedPackage, LockedSource, lock_path_beside,
+};
 pub use lock_match::LockDifference;
 pub use package::{ResolverPackage, VirtualPackage};
 pub use ranges::show_range;
