@@ -289,17 +289,9 @@ pub struct PlanArgs {
     /// SSH settings for `--host`.
     #[command(flatten)]
     pub ssh: SshArgs,
-    /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
-    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
-    pub snapshot: Option<PathBuf>,
-    /// Live resolution instead of the snapshot.
+    /// Where the resolution comes from: the lock beside the manifest, a snapshot, live.
     #[command(flatten)]
-    pub live: LiveArgs,
-    /// Install exactly this lock (`upgrade lock --format json -o FILE`): no resolution.
-    /// Refused when it was made from another manifest or an edited one, or when the
-    /// node lacks what it assumed (Python line, glibc, driver, GPU architectures, CUDA).
-    #[arg(long = "lock", value_name = "FILE", conflicts_with = "live")]
-    pub lock: Option<PathBuf>,
+    pub resolution: ResolutionArgs,
     /// Save the plan here; `upgrade apply PLAN` replays it and refuses it if the node changed.
     #[arg(
         short = 'o',
@@ -425,18 +417,9 @@ pub struct ApplyArgs {
     /// SSH settings for `--host`.
     #[command(flatten)]
     pub ssh: SshArgs,
-    /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
-    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
-    pub snapshot: Option<PathBuf>,
-    /// Live resolution instead of the snapshot.
+    /// Where the resolution comes from: the lock beside the manifest, a snapshot, live.
     #[command(flatten)]
-    pub live: LiveArgs,
-    /// Install exactly this lock (`upgrade lock --format json -o FILE`) on every node:
-    /// no resolution. Refused when it was made from another manifest or an edited one,
-    /// and on a node that lacks what it assumed (Python line, glibc, driver, GPU
-    /// architectures, CUDA).
-    #[arg(long = "lock", value_name = "FILE", conflicts_with = "live")]
-    pub lock: Option<PathBuf>,
+    pub resolution: ResolutionArgs,
     /// Skip the verification launch.
     #[arg(long)]
     pub no_verify: bool,
@@ -565,9 +548,12 @@ pub struct StatusArgs {
     /// The inventory's nodes.
     #[command(flatten)]
     pub fleet: FleetArgs,
-    /// A snapshot of the indexes; without it, the snapshot embedded in the binary.
-    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
-    pub snapshot: Option<PathBuf>,
+    /// Where the resolution comes from: the lock beside the manifest, a snapshot, live.
+    #[command(flatten)]
+    pub resolution: ResolutionArgs,
+    /// Exit 0 when the node matches, 2 when it differs, 1 on an error (as `plan`'s).
+    #[arg(long)]
+    pub detailed_exitcode: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,
@@ -586,6 +572,10 @@ pub struct VerifyArgs {
     /// SSH settings for `--host`.
     #[command(flatten)]
     pub ssh: SshArgs,
+    /// Where the resolution comes from: before the launch, the node's packages are
+    /// compared with the lock (a node that differs is named; `--locked` fails it).
+    #[command(flatten)]
+    pub resolution: ResolutionArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,
@@ -618,17 +608,17 @@ pub struct LockArgs {
     /// The node's facts as JSON (python, implementation, glibc, arch, driver, gpu_arch, toolkit, cuda_runtime); without it, the manifest's `target` and `toolkit`.
     #[arg(long, value_name = "FILE")]
     pub facts: Option<PathBuf>,
-    /// A snapshot of the indexes; without it, the snapshot embedded in the binary (offline).
-    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
-    pub snapshot: Option<PathBuf>,
     /// A directory of wheels and sdists (pip's `--find-links`), read as one more open index
     /// named `find-links` (`find-links-2`, … when repeated), after the manifest's indexes.
     #[arg(long = "find-links", value_name = "DIR", conflicts_with = "live")]
     pub find_links: Vec<PathBuf>,
-    /// Live resolution instead of the snapshot.
+    /// Where the resolution comes from. `lock` resolves (on the embedded snapshot when
+    /// it records every package the manifest names, else live) and writes the lock
+    /// beside the manifest; `--locked` only checks that lock is fresh for the manifest
+    /// (no network; exit 4 naming what changed); `--frozen` prints it as it is.
     #[command(flatten)]
-    pub live: LiveArgs,
-    /// Write the lock here instead of stdout.
+    pub resolution: ResolutionArgs,
+    /// Write the lock here instead of beside the manifest (`-` for standard output only).
     #[arg(
         short = 'o',
         long = "output",
@@ -636,15 +626,11 @@ pub struct LockArgs {
         conflicts_with = "check"
     )]
     pub output: Option<PathBuf>,
-    /// Resolve again and compare with the lock file (`--lock`): exit 0 when it matches,
-    /// 4 when the manifest or the indexes (snapshot, or `--live`) no longer give it,
+    /// Resolve again and compare with the lock file (beside the manifest, or `--lock`):
+    /// exit 0 when it matches, 4 when the manifest or the indexes no longer give it,
     /// printing each difference.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["locked", "frozen"])]
     pub check: bool,
-    /// With `--check`: the lock file to compare [default: `NAME.lock.json` beside the
-    /// manifest].
-    #[arg(long = "lock", value_name = "FILE", requires = "check")]
-    pub lock: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = LockFormat::Text)]
     pub format: LockFormat,
@@ -659,16 +645,18 @@ pub enum LockFormat {
     Json,
 }
 
-/// `upgrade export LOCK --manifest MANIFEST --format requirements-txt|pylock [-o FILE]`
+/// `upgrade export MANIFEST --format requirements-txt|pylock [-o FILE]`
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A lock written by `upgrade lock --format json`, e.g. `node0.lock.json`.
-    #[arg(value_name = "LOCK")]
-    pub lock: PathBuf,
-    /// The manifest the lock was made from: it names the indexes' URLs (an index
-    /// without one is the index pip is configured with).
+    /// The manifest whose lock to export (the lock beside it when fresh, else resolved
+    /// as `lock` does), e.g. `manifests/x.yaml`; or a lock file (`.json`) with
+    /// `--manifest`.
+    #[arg(value_name = "MANIFEST|LOCK")]
+    pub target: PathBuf,
+    /// With a lock file: the manifest it was made from (it names the indexes' URLs; an
+    /// index without one is the index pip is configured with).
     #[arg(long, value_name = "MANIFEST")]
-    pub manifest: PathBuf,
+    pub manifest: Option<PathBuf>,
     /// What to write.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
@@ -680,10 +668,13 @@ pub struct ExportArgs {
     /// (reads the project pages, also for `requirements-txt`).
     #[arg(long)]
     pub all_files: bool,
-    /// With `pylock` or `--all-files`: how the indexes' project pages are read (the
-    /// lock records file names and hashes, not URLs).
+    /// The node the lock is for, as `lock --facts` [default: the manifest's `target`].
+    #[arg(long, value_name = "FILE")]
+    pub facts: Option<PathBuf>,
+    /// Where the resolution comes from; with `pylock` or `--all-files` the indexes'
+    /// project pages are read too (the lock records file names and hashes, not URLs).
     #[command(flatten)]
-    pub network: NetworkArgs,
+    pub resolution: ResolutionArgs,
 }
 
 /// Formats of `export`.
@@ -730,6 +721,11 @@ pub struct DiffArgs {
     /// Exit 1 when the manifests differ (like `git diff --exit-code`).
     #[arg(long)]
     pub exit_code: bool,
+    /// Where each side's resolution comes from: the lock beside it (from the same
+    /// revision for `REV:PATH`), else the embedded snapshot when it records the
+    /// manifest's packages (`--snapshot` another); a diff never reaches an index.
+    #[command(flatten)]
+    pub resolution: ResolutionArgs,
 }
 
 /// Output of `diff`.
@@ -854,23 +850,48 @@ pub struct IndexSnapshotArgs {
     pub format: IndexFormat,
 }
 
-/// Live resolution: the manifest's indexes instead of a snapshot.
-#[derive(Debug, Args)]
-pub struct LiveArgs {
-    /// Resolve against the manifest's indexes instead of a snapshot: fetch only the
-    /// project pages and release metadata the resolution visits, through the cache.
+/// How a verb gets the resolution of its manifest: the same flags, meaning the same, in
+/// every verb that needs one (`lock`, `plan`, `apply`, `status`, `diff`, `export`,
+/// `verify`). Without them: the lock beside the manifest (`NAME.lock.json`) when it is
+/// fresh for the manifest and holds on the node, else a resolution (on the embedded
+/// snapshot when it records every package the manifest names, else live against the
+/// manifest's indexes through the cache).
+#[derive(Debug, Args, Clone)]
+pub struct ResolutionArgs {
+    /// The lock must be there and fresh for the manifest (error when it is missing or
+    /// stale, naming what changed); nothing is resolved (uv's `--locked`).
+    #[arg(long, conflicts_with_all = ["frozen", "live"])]
+    pub locked: bool,
+    /// Use the lock as it is, without checking it against the manifest (it must still
+    /// hold on the node) (uv's `--frozen`).
+    #[arg(long, conflicts_with = "live")]
+    pub frozen: bool,
+    /// The lock file to read (and, for `lock`, to write) [default: `NAME.lock.json`
+    /// beside the manifest]. Given, it must be fresh (as `--locked`) unless `--frozen`.
+    #[arg(long = "lock", value_name = "FILE")]
+    pub lock: Option<PathBuf>,
+    /// Resolve against the manifest's indexes (through the cache), never on a snapshot.
     #[arg(long, conflicts_with = "snapshot")]
     pub live: bool,
-    /// With `--live`: cache, timeouts, retries and concurrency of the index client.
-    #[command(flatten)]
-    pub network: NetworkArgs,
-    /// With `--live`: the interpreter asked for pip's default index, and whose pip prepares the metadata of a release that offers only an sdist with dynamic dependencies, e.g. `/usr/bin/python3`.
+    /// Resolve on this snapshot of the indexes (`upgrade index snapshot`).
+    #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
+    pub snapshot: Option<PathBuf>,
+    /// Rules layered over the embedded tables (a directory of `cuda-driver.yaml`,
+    /// `cuda-arch.yaml`, … files), after the manifest's own `rules:` directory.
+    #[arg(long = "rules", value_name = "DIR", env = crate::settings::env::UPGRADE_RULES)]
+    pub rules: Option<PathBuf>,
+    /// The interpreter asked for pip's default index (an index without `url`), and whose
+    /// pip prepares the metadata of a release that offers only an sdist with dynamic
+    /// dependencies, e.g. `/usr/bin/python3`.
     #[arg(long = "pip-python", value_name = "PYTHON", default_value = "python3")]
     pub pip_python: PathBuf,
-    /// With `--live`: fail after looking up this many projects.
+    /// Cache, offline, timeouts, retries and concurrency of the index client.
+    #[command(flatten)]
+    pub network: NetworkArgs,
+    /// Live: fail after looking up this many projects.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_projects: usize,
-    /// With `--live`: fail after reading the metadata of this many releases.
+    /// Live: fail after reading the metadata of this many releases.
     #[arg(long, value_name = "N", default_value_t = 5000)]
     pub max_releases: usize,
 }
@@ -889,7 +910,7 @@ pub struct PipPythonArgs {
 }
 
 /// How the index client talks to the network.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct NetworkArgs {
     /// The cache of index responses [default: `$XDG_CACHE_HOME/cuda-upgrade`, else
     /// `~/.cache/cuda-upgrade`].
@@ -898,7 +919,8 @@ pub struct NetworkArgs {
     /// Use no cache at all.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
-    /// Use only the cache; fail on anything that is not in it.
+    /// Never touch the network: the lock, the snapshots and what the cache holds;
+    /// fail on anything that is not in them.
     #[arg(long, conflicts_with = "no_cache")]
     pub offline: bool,
     /// The longest a connection may take to establish, e.g. `10s` (plain seconds too).

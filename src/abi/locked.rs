@@ -118,6 +118,7 @@ mod tests {
             schema: crate::resolve::LOCK_SCHEMA,
             manifest: crate::text::Line::new("m").unwrap(),
             manifest_sha256: None,
+        inputs: None,
             assumed: serde_json::from_str(
                 r#"{"python": "3.12", "implementation": "cpython", "glibc": "2.35", "arch": "x86_64", "gpu_arch": []}"#,
             )

@@ -46,18 +46,14 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     let manifest_path: PathBuf = saved
         .as_ref()
         .map_or_else(|| args.target.clone(), |s| s.manifest_path.clone());
-    let prepared = converge::prepare(&manifest_path)?;
-    let fixed = match (&args.lock, &saved) {
-        (Some(_), Some(_)) => {
-            return Err(CommandError::PlanFile {
-                path: args.target.clone(),
-                message: "a saved plan carries its own lock; `--lock` goes with a manifest"
-                    .to_string(),
-            });
-        }
-        (Some(path), None) => Some(converge::read_lock(path)?),
-        (None, _) => None,
-    };
+    if saved.is_some() && args.resolution.lock.is_some() {
+        return Err(CommandError::PlanFile {
+            path: args.target.clone(),
+            message: "a saved plan carries its own lock; `--lock` goes with a manifest"
+                .to_string(),
+        });
+    }
+    let prepared = converge::prepare(&manifest_path, super::resolution(&args.resolution)?)?;
     if let Some(saved) = &saved
         && prepared.sha256 != saved.manifest_sha256
     {
@@ -84,9 +80,8 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     let hash_command = hash_command(
         &prepared.path,
         NodeChoice::Probed(&args.node, &args.ssh),
-        args.snapshot.as_deref(),
+        args.resolution.snapshot.as_deref(),
     );
-    let live = super::live_options(&args.live)?;
     let confirm = |plan: &crate::plan::NodePlan| {
         node::confirm(
             &crate::plan::text(plan, false),
@@ -111,14 +106,10 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         &format!("{}-{}", holder.started, holder.pid),
     )?;
     let options = ApplyOptions {
-        saved: match (&saved, &fixed) {
-            (Some(plan), _) => Some(Saved::Plan(plan)),
-            (None, Some(lock)) => Some(Saved::Lock(lock)),
-            (None, None) => None,
-        },
+        saved: saved.as_ref().map(Saved::Plan),
         confirm: if asks { Some(&confirm) } else { None },
         drain: drain.as_deref(),
-        ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)?
+        ..super::apply_options(args, &hash_command, &context, holder)?
     };
     let outcome = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;

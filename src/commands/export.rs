@@ -1,7 +1,8 @@
-//! `upgrade export LOCK --manifest MANIFEST --format requirements-txt|pylock [-o FILE]`:
-//! a lock as other installers read it (`crate::resolve::export`). The manifest names
-//! the indexes' URLs; `pylock` also reads each locked package's project page for its
-//! file's URL.
+//! `upgrade export MANIFEST --format requirements-txt|pylock [-o FILE]`: the run's lock
+//! (the lock beside the manifest when fresh, else resolved, as every verb gets it; or a
+//! lock file with `--manifest`) as other installers read it (`crate::resolve::export`).
+//! The manifest names the indexes' URLs; `pylock` also reads each locked package's
+//! project page for its file's URL.
 
 use std::collections::BTreeMap;
 
@@ -15,13 +16,24 @@ use crate::resolve::export::{self, ExportIndex};
 
 /// Run `upgrade export`.
 pub fn run(args: &ExportArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let manifest = manifest::load_file(&args.manifest)?;
-    let lock = read_lock(&args.lock)?;
+    let settings = super::resolution(&args.resolution)?;
+    let (manifest, lock) = match &args.manifest {
+        // A lock file and the manifest it was made from.
+        Some(manifest) => (manifest::load_file(manifest)?, read_lock(&args.target)?),
+        None => {
+            let prepared = converge::load(&args.target, settings.clone())?;
+            let environment = super::node::environment(&prepared.manifest, args.facts.as_deref())?;
+            let (lock, origin) = converge::lock_for(&prepared, &environment, "target")?;
+            printer
+                .err(&format!("{}\n", crate::text::text_value(&origin.note())))
+                .map_err(CommandError::Output)?;
+            (prepared.manifest.clone(), lock)
+        }
+    };
     // The project pages, only where the format or `--all-files` needs them.
     let urls = if args.format == ExportFormat::Pylock || args.all_files {
-        let index_urls = converge::manifest_index_urls(&manifest)?;
-        let settings = super::index::client_settings(&args.network)?;
-        let client = crate::index::client::IndexClient::new(settings)
+        let index_urls = converge::manifest_index_urls(&manifest, &settings.live)?;
+        let client = crate::index::client::IndexClient::new(settings.live.client.clone())
             .map_err(|error| export::ExportError::ClientSetup(Box::new(error)))?;
         runtime()?.block_on(export::file_urls(
             &client,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{ApplyArgs, ApplyFormat, FleetArgs, PlanArgs, PlanFormat, SshArgs};
 use crate::commands::{CommandError, ExitStatus, runtime};
-use crate::converge::{self, ApplyOptions, Prepared};
+use crate::converge::{self, Prepared};
 use crate::exec::ApplyContext;
 use crate::exec::node_lock::LockHolder;
 use crate::fleet::plan::{PlanOptions, PlanState};
@@ -90,19 +90,16 @@ pub fn plan(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     if args.fleet.list_hosts {
         return list_hosts(&args.fleet, None, args.format == PlanFormat::Json, printer);
     }
-    let base: Prepared = converge::load(&args.manifest)?;
+    let base: Prepared = converge::load(&args.manifest, super::resolution(&args.resolution)?)?;
     let run_dir = fleet::run_dir(None, &format!("plan-{}", std::process::id()));
     let selected = select(&args.fleet, &args.ssh, &run_dir)?;
     let hash_command = format!(
         "upgrade index hash {} --host NODE",
         crate::shell::quote(&args.manifest.display().to_string())
     );
-    let live = super::live_options(&args.live)?;
     let options = PlanOptions {
         ssh: selected.ssh,
         parallel: args.fleet.parallel,
-        snapshot: args.snapshot.as_deref(),
-        live: live.as_ref(),
         hash_command: &hash_command,
         delivery: args.fetch.delivery()?,
     };
@@ -131,7 +128,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         let json = args.format == ApplyFormat::Json;
         return list_hosts(&args.fleet, args.batch.as_ref(), json, printer);
     }
-    let base: Prepared = converge::load(&args.target)?;
+    let base: Prepared = converge::load(&args.target, super::resolution(&args.resolution)?)?;
     let holder = LockHolder::this_process(
         crate::settings::controller_host().unwrap_or_else(|| "unknown".to_string()),
         crate::settings::controller_user(),
@@ -169,8 +166,6 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
         "upgrade index hash {} --host NODE",
         crate::shell::quote(&args.target.display().to_string())
     );
-    let live = super::live_options(&args.live)?;
-    let fixed = args.lock.as_deref().map(converge::read_lock).transpose()?;
     let display = FleetDisplay::new(
         &run_dir,
         std::io::stderr().is_terminal() && args.format == ApplyFormat::Text,
@@ -190,10 +185,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
             (true, false) => AfterCanary::Stop,
         },
         ssh: selected.ssh,
-        apply: ApplyOptions {
-            saved: fixed.as_ref().map(converge::Saved::Lock),
-            ..super::apply_options(args, live.as_ref(), &hash_command, &context, holder)?
-        },
+        apply: super::apply_options(args, &hash_command, &context, holder)?,
         drain: args.rollout.drain_settings(),
     };
     let outcome = runtime()?.block_on(fleet::converge_fleet(&targets, &base, &options, &display));

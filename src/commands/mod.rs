@@ -27,7 +27,7 @@ use crate::printer::Printer;
 
 pub use completion::long_version;
 pub use error::{CommandError, ExitStatus};
-use settings::{apply_options, live_options, runtime};
+use settings::{apply_options, resolution, runtime};
 
 /// Run the verb named on the command line.
 pub fn run(cli: Cli, printer: &mut Printer) -> Result<ExitStatus, CommandError> {

@@ -26,7 +26,8 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     if args.fleet.inventory.is_some() {
         return super::fleet::plan(args, printer);
     }
-    let (prepared, unset) = converge::prepare_for_plan(&args.manifest)?;
+    let (prepared, unset) =
+        converge::prepare_for_plan(&args.manifest, super::resolution(&args.resolution)?)?;
     let (node_name, facts) = match (&args.facts, args.node.local, &args.node.host) {
         (Some(path), _, _) => ("facts".to_string(), NodeFacts::read(path)?),
         (None, _, _) => {
@@ -38,24 +39,21 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             })?
         }
     };
-    let lock = match &args.lock {
-        Some(path) => {
-            let lock = converge::read_lock(path)?;
-            converge::check_lock(&prepared, &facts, &lock, &node_name, path)?;
-            lock
-        }
-        None => {
-            let live = super::live_options(&args.live)?;
-            converge::lock(&prepared, &facts, args.snapshot.as_deref(), live.as_ref())
-                .map_err(|error| CommandError::from(error).verbose(printer.verbose()))?
-        }
-    };
+    let (lock, origin) = converge::lock_with_origin(&prepared, &facts, &node_name)
+        .map_err(|error| CommandError::from(error).verbose(printer.verbose()))?;
+    printer
+        .err(&format!("{}\n", text_value(&origin.note())))
+        .map_err(CommandError::Output)?;
     let urls = converge::index_urls(&prepared)?;
     let node_choice = match &args.facts {
         Some(path) => NodeChoice::Facts(path),
         None => NodeChoice::Probed(&args.node, &args.ssh),
     };
-    let hash_command = hash_command(&args.manifest, node_choice, args.snapshot.as_deref());
+    let hash_command = hash_command(
+        &args.manifest,
+        node_choice,
+        args.resolution.snapshot.as_deref(),
+    );
     let mut node_plan = converge::plan_for(
         &prepared,
         &node_name,

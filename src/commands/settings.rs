@@ -1,41 +1,53 @@
-//! What the verbs share beyond their own flags: the live-resolution options from
-//! `--live` and its network flags, the apply options from `apply`'s flags (one node or
-//! a fleet), and the async runtime of the verbs that talk to nodes or indexes.
+//! The one place flags and environment variables become a run's settings: the
+//! resolution settings of every verb that needs a lock ([`resolution`]: the same flags
+//! meaning the same everywhere), the apply options from `apply`'s flags (one node or a
+//! fleet), and the async runtime of the verbs that talk to nodes or indexes.
 
 use super::CommandError;
+use crate::cli::ResolutionArgs;
+use crate::converge::{LiveOptions, LockMode, ResolutionSettings, Source};
 
-/// The live resolution `--live` asks for, from its flags; `None` without `--live`.
-pub(super) fn live_options(
-    args: &crate::cli::LiveArgs,
-) -> Result<Option<crate::converge::LiveOptions>, CommandError> {
-    if !args.live {
-        return Ok(None);
-    }
+/// The resolution settings `args` name, once per invocation.
+pub(super) fn resolution(args: &ResolutionArgs) -> Result<ResolutionSettings, CommandError> {
     let mut client = super::index::client_settings(&args.network)?;
     // The pip that tells the default index also prepares an sdist's metadata.
     client.build_python = args.pip_python.clone();
-    Ok(Some(crate::converge::LiveOptions {
-        client,
-        python: args.pip_python.clone(),
-        max_projects: args.max_projects,
-        max_releases: args.max_releases,
-    }))
+    let mode = match (args.locked, args.frozen, &args.lock) {
+        (_, true, _) => LockMode::Frozen,
+        // A lock file named on the command line is meant to be used as it is written.
+        (true, false, _) | (false, false, Some(_)) => LockMode::Locked,
+        (false, false, None) => LockMode::Auto,
+    };
+    let source = match (&args.snapshot, args.live) {
+        (_, true) => Source::Live,
+        (Some(path), false) => Source::Snapshot(path.clone()),
+        (None, false) => Source::Auto,
+    };
+    Ok(ResolutionSettings {
+        mode,
+        lock_file: args.lock.clone(),
+        source,
+        live: LiveOptions {
+            client,
+            python: args.pip_python.clone(),
+            max_projects: args.max_projects,
+            max_releases: args.max_releases,
+        },
+        rules: args.rules.clone(),
+    })
 }
 
-/// What `apply` takes from its flags, on one node or a fleet; no saved plan or lock, no
+/// What `apply` takes from its flags, on one node or a fleet; no saved plan, no
 /// question and no drain (the caller sets those).
 pub(super) fn apply_options<'a>(
     args: &'a crate::cli::ApplyArgs,
-    live: Option<&'a crate::converge::LiveOptions>,
     hash_command: &'a str,
     context: &'a crate::exec::ApplyContext,
     holder: crate::exec::node_lock::LockHolder,
 ) -> Result<crate::converge::ApplyOptions<'a>, CommandError> {
     Ok(crate::converge::ApplyOptions {
         saved: None,
-        plan_path: args.lock.as_deref().unwrap_or(&args.target),
-        snapshot: args.snapshot.as_deref(),
-        live,
+        plan_path: &args.target,
         hash_command,
         verify: !args.no_verify,
         context,

@@ -4,8 +4,6 @@
 
 use serde::Serialize;
 
-use std::path::Path;
-
 use crate::cli::{ApplyFormat, StatusArgs};
 use crate::commands::node::{self, NodeChoice, hash_command};
 use crate::commands::{CommandError, ExitStatus, runtime};
@@ -71,7 +69,6 @@ fn last_run(entries: Vec<JournalEntry>) -> Option<LastRun> {
 async fn node_status(
     transport: &Transport,
     prepared: &Prepared,
-    snapshot: Option<&Path>,
     hash_command: &str,
 ) -> Result<Status, CommandError> {
     let facts = converge::facts(transport, prepared).await?;
@@ -79,7 +76,7 @@ async fn node_status(
         .await
         .map_err(exec::ExecError::from)?;
     let node = transport.name().to_string();
-    let lock = converge::lock(prepared, &facts, snapshot, None)?;
+    let lock = converge::lock(prepared, &facts, &node)?;
     let urls = converge::index_urls(prepared)?;
     let plan = converge::plan_for(
         prepared,
@@ -107,11 +104,11 @@ async fn node_status(
 /// Probe, plan, read the journal, print: one node, or every selected node of an
 /// inventory (a node that cannot be reached or read is named with why).
 pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let snapshot = args.snapshot.as_deref();
+    let snapshot = args.resolution.snapshot.as_deref();
     if args.fleet.inventory.is_some() {
         return run_fleet(args, printer);
     }
-    let prepared = converge::prepare(&args.manifest)?;
+    let prepared = converge::prepare(&args.manifest, super::resolution(&args.resolution)?)?;
     let selection = node::selection(&args.node, &args.ssh);
     let hash_command = hash_command(
         &args.manifest,
@@ -120,18 +117,23 @@ pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
     );
     let status = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;
-        node_status(&transport, &prepared, snapshot, &hash_command).await
+        node_status(&transport, &prepared, &hash_command).await
     })?;
     let text = match args.format {
         ApplyFormat::Json => json(&status)?,
         ApplyFormat::Text => render(&status),
     };
     printer.out(&text).map_err(CommandError::Output)?;
-    Ok(if status.matches {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    Ok(exit_status(status.matches, args.detailed_exitcode))
+}
+
+/// 0 when every node matches; else 1, or 2 with `--detailed-exitcode` (as `plan`'s).
+fn exit_status(matches: bool, detailed: bool) -> ExitStatus {
+    match (matches, detailed) {
+        (true, _) => ExitStatus::Success,
+        (false, true) => ExitStatus::Changes,
+        (false, false) => ExitStatus::Failure,
+    }
 }
 
 /// `status -i INVENTORY`: every selected node at once (`--parallel` at a time); exit 0
@@ -141,14 +143,14 @@ fn run_fleet(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Com
         let json = args.format == ApplyFormat::Json;
         return super::fleet::list_hosts(&args.fleet, None, json, printer);
     }
-    let base = converge::load(&args.manifest)?;
+    let base = converge::load(&args.manifest, super::resolution(&args.resolution)?)?;
     let run_dir = crate::fleet::run_dir(None, &format!("status-{}", std::process::id()));
     let selected = super::fleet::select(&args.fleet, &args.ssh, &run_dir)?;
     let hash_command = format!(
         "upgrade index hash {} --host NODE",
         crate::shell::quote(&args.manifest.display().to_string())
     );
-    let (base, hash_command, snapshot) = (&base, &hash_command, args.snapshot.as_deref());
+    let (base, hash_command) = (&base, &hash_command);
     let results: Vec<Result<Status, (String, String)>> =
         runtime()?.block_on(crate::fleet::each_host(
             &selected,
@@ -160,7 +162,7 @@ fn run_fleet(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Com
                 let prepared = base
                     .for_host(host.python.as_deref(), &host.vars)
                     .map_err(|error| failed(&error))?;
-                node_status(&transport, &prepared, snapshot, hash_command)
+                node_status(&transport, &prepared, hash_command)
                     .await
                     .map_err(|error| failed(&error))
             },
@@ -194,11 +196,9 @@ fn run_fleet(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Com
             .collect(),
     };
     printer.out(&text).map_err(CommandError::Output)?;
-    Ok(if ok {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    // Nodes that could not be read are errors, never "changes".
+    let unknown = results.iter().any(Result::is_err);
+    Ok(exit_status(ok, args.detailed_exitcode && !unknown))
 }
 
 /// Pretty JSON with a final newline.

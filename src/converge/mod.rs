@@ -19,6 +19,7 @@ mod live;
 mod node;
 mod pinned;
 pub mod record;
+mod resolution;
 mod rollback;
 mod sources;
 
@@ -32,11 +33,15 @@ pub use node::{
     ApplyOptions, FirstProbe, NodeOutcome, StepRecord, abi_check_step, converge_node,
     converge_probed,
 };
-pub use pinned::{Saved, check_lock, read_lock};
+pub use pinned::{Saved, read_lock};
+pub use resolution::{
+    LockFile, LockMode, LockOrigin, ResolutionSettings, ResolvedOn, Source, covers, lock_for,
+    refresh_command,
+    resolve_reporting, stale, stamp,
+};
 pub use rollback::{RollbackOptions, RollbackOutcome, rollback_node};
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -86,9 +91,15 @@ pub struct Prepared {
     pub sha256: crate::manifest::Sha256,
     /// Its variables with values.
     pub env: Vec<ResolvedVar>,
-    /// The universe and rules it resolves against, read once for every node of a run
-    /// (a fleet's nodes share them).
-    inputs: Arc<OnceLock<Arc<(Universe, RuleSet)>>>,
+    /// How the run gets its lock (`--locked`, `--snapshot`, `--live`, …), decided once.
+    pub settings: Arc<ResolutionSettings>,
+    /// The lock file the run reads (beside the manifest, or `--lock`), read once.
+    pub lock_file: Arc<LockFile>,
+    /// The rules (embedded tables, the manifest's `rules:` and `--rules`), loaded once.
+    rules: Arc<RuleSet>,
+    /// The snapshot it resolves on, read once for every node of a run (a fleet's nodes
+    /// share it).
+    universe: Arc<OnceLock<Arc<Universe>>>,
     /// What a run learns once for all its nodes: the index URLs, each distinct node
     /// environment's lock, the project pages read for kept wheels.
     shared: Arc<Shared>,
@@ -157,36 +168,54 @@ impl Prepared {
             path: self.path.clone(),
             sha256: self.sha256.clone(),
             env,
-            inputs: Arc::clone(&self.inputs),
+            settings: Arc::clone(&self.settings),
+            lock_file: Arc::clone(&self.lock_file),
+            rules: Arc::clone(&self.rules),
+            universe: Arc::clone(&self.universe),
             shared: Arc::clone(&self.shared),
         })
+    }
+
+    /// The run's rules.
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
     }
 }
 
 /// Load a manifest and resolve its `from_env` values.
-pub fn prepare(path: &Path) -> Result<Prepared, ConvergeError> {
-    load(path)?.for_host(None, &BTreeMap::new())
+pub fn prepare(path: &Path, settings: ResolutionSettings) -> Result<Prepared, ConvergeError> {
+    load(path, settings)?.for_host(None, &BTreeMap::new())
 }
 
 /// For `plan`, which shows secret values only as `***`: a manifest whose `from_env`
 /// values the controller may lack. Each missing one is planned as unknown (empty) and
 /// named in the second value; `apply` needs them all.
-pub fn prepare_for_plan(path: &Path) -> Result<(Prepared, Vec<String>), ConvergeError> {
-    load(path)?.for_host_plan(None, &BTreeMap::new())
+pub fn prepare_for_plan(
+    path: &Path,
+    settings: ResolutionSettings,
+) -> Result<(Prepared, Vec<String>), ConvergeError> {
+    load(path, settings)?.for_host_plan(None, &BTreeMap::new())
 }
 
-/// Load a manifest, its `from_env` values not yet resolved (each inventory host may
-/// supply its own: [`Prepared::for_host`]).
-pub fn load(path: &Path) -> Result<Prepared, ConvergeError> {
+/// Load a manifest, its lock file and its rules, its `from_env` values not yet
+/// resolved (each inventory host may supply its own: [`Prepared::for_host`]).
+pub fn load(path: &Path, settings: ResolutionSettings) -> Result<Prepared, ConvergeError> {
     let text = manifest::read_text(path)?;
     let base = manifest::base_dir(path);
     let manifest = manifest::load_str(&text, &path.display().to_string(), Some(&base))?;
+    let lock_path = settings
+        .lock_file
+        .clone()
+        .unwrap_or_else(|| crate::resolve::lock_path_beside(path));
     Ok(Prepared {
         sha256: crate::manifest::Sha256::of(text.as_bytes()),
+        rules: Arc::new(RuleSet::embedded()?),
         manifest,
         path: path.to_path_buf(),
         env: Vec::new(),
-        inputs: Arc::default(),
+        lock_file: Arc::new(LockFile::read(lock_path)?),
+        settings: Arc::new(settings),
+        universe: Arc::default(),
         shared: Arc::default(),
     })
 }
@@ -235,43 +264,45 @@ pub fn resolve_lock(
     crate::resolve::resolve(&request, universe, environment, rules)
 }
 
-/// Resolve the manifest for the node's facts: live when `live` is given, else on
-/// `snapshot` (the embedded one when `None`). The lock records the manifest's digest.
-pub fn lock(
+/// The lock the run installs on the node of `facts`: the lock file when the settings
+/// let it serve, else a resolution ([`resolution::lock_for`]).
+pub fn lock(prepared: &Prepared, facts: &NodeFacts, node: &str) -> Result<Lock, ConvergeError> {
+    lock_with_origin(prepared, facts, node).map(|(lock, _)| lock)
+}
+
+/// [`lock`], and where it came from.
+pub fn lock_with_origin(
     prepared: &Prepared,
     facts: &NodeFacts,
-    snapshot: Option<&Path>,
-    live: Option<&LiveOptions>,
-) -> Result<Lock, ConvergeError> {
+    node: &str,
+) -> Result<(Lock, LockOrigin), ConvergeError> {
     let environment = TargetEnvironment::from_node(&prepared.manifest, facts)?;
-    if let Some(options) = live {
-        let rules = RuleSet::embedded()?;
-        let (mut lock, _) = live_lock(
-            &prepared.path,
-            &prepared.manifest,
-            &environment,
-            &rules,
-            options,
-        )?;
-        lock.manifest_sha256 = Some(prepared.sha256.clone());
-        return Ok(lock);
-    }
-    let inputs = match prepared.inputs.get() {
-        Some(inputs) => Arc::clone(inputs),
+    resolution::lock_for(prepared, &environment, node)
+}
+
+/// The lock of `environment` on the run's snapshot (`--snapshot`, else the embedded
+/// one), each distinct environment resolved once a run.
+fn lock_on_snapshot(
+    prepared: &Prepared,
+    environment: &TargetEnvironment,
+) -> Result<Lock, ConvergeError> {
+    let universe = match prepared.universe.get() {
+        Some(universe) => Arc::clone(universe),
         None => {
-            let inputs = Arc::new((
-                universe_for(&prepared.path, snapshot)?,
-                RuleSet::embedded()?,
-            ));
-            // Two nodes may read them at once; either copy serves.
-            let _ = prepared.inputs.set(Arc::clone(&inputs));
-            inputs
+            let path = match &prepared.settings.source {
+                Source::Snapshot(path) => Some(path.as_path()),
+                Source::Auto | Source::Live => None,
+            };
+            let universe = Arc::new(universe_for(&prepared.path, path)?);
+            // Two nodes may read it at once; either copy serves.
+            let _ = prepared.universe.set(Arc::clone(&universe));
+            universe
         }
     };
     let known = |locks: &[(TargetEnvironment, Arc<Lock>)]| {
         locks
             .iter()
-            .find(|(seen, _)| *seen == environment)
+            .find(|(seen, _)| seen == environment)
             .map(|(_, lock)| Lock::clone(lock))
     };
     if let Some(lock) = prepared
@@ -283,36 +314,38 @@ pub fn lock(
     {
         return Ok(lock);
     }
-    let (universe, rules) = &*inputs;
-    let mut lock = resolve_lock(
+    let lock = resolve_lock(
         &prepared.manifest,
         &prepared.path.display().to_string(),
-        &environment,
-        universe,
-        rules,
+        environment,
+        &universe,
+        prepared.rules(),
     )?;
-    lock.manifest_sha256 = Some(prepared.sha256.clone());
     if let Ok(mut locks) = prepared.shared.locks.lock() {
-        locks.push((environment, Arc::new(lock.clone())));
+        locks.push((environment.clone(), Arc::new(lock.clone())));
     }
     Ok(lock)
 }
 
 /// Index name → URL: the manifest's, or pip's configured default for an entry without
-/// one (asked once a run, and remembered in the cache directory while nothing pip reads
-/// changed).
+/// one (asked once a run of the settings' interpreter, and remembered in the cache
+/// directory while nothing pip reads changed).
 pub fn index_urls(prepared: &Prepared) -> Result<BTreeMap<String, String>, ConvergeError> {
     if let Some(urls) = prepared.shared.urls.get() {
         return Ok(urls.clone());
     }
-    let urls = manifest_index_urls(&prepared.manifest)?;
+    let urls = manifest_index_urls(&prepared.manifest, &prepared.settings.live)?;
     // Two nodes may find them at once; either copy serves.
     let _ = prepared.shared.urls.set(urls.clone());
     Ok(urls)
 }
 
-/// [`index_urls`] of a manifest read alone (no run to share them with).
-pub fn manifest_index_urls(manifest: &Manifest) -> Result<BTreeMap<String, String>, ConvergeError> {
+/// [`index_urls`] of a manifest read alone (no run to share them with), pip's default
+/// asked of `options.python`.
+pub fn manifest_index_urls(
+    manifest: &Manifest,
+    options: &LiveOptions,
+) -> Result<BTreeMap<String, String>, ConvergeError> {
     let mut urls = BTreeMap::new();
     let mut default = None;
     for index in &manifest.indexes {
@@ -320,8 +353,8 @@ pub fn manifest_index_urls(manifest: &Manifest) -> Result<BTreeMap<String, Strin
             (Some(url), _) => url.clone(),
             (None, Some(url)) => String::clone(url),
             (None, None) => {
-                let cache = crate::settings::default_cache_dir();
-                let url = pip_record::default_index(OsStr::new("python3"), cache.as_deref())?.url;
+                let cache = options.client.cache_dir.as_deref();
+                let url = pip_record::default_index(options.python.as_os_str(), cache)?.url;
                 default = Some(url.clone());
                 url
             }

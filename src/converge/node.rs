@@ -69,16 +69,11 @@ pub struct NodeOutcome {
 /// What one node's apply is given besides the manifest and the transport.
 #[derive(Clone)]
 pub struct ApplyOptions<'a> {
-    /// A saved plan to replay (its lock), refused when the node's facts changed, or a
-    /// lock file to install as it is, refused when it does not fit the manifest or the
-    /// node. `None`: resolve.
+    /// A saved plan to replay (its lock), refused when the node's facts changed.
+    /// `None`: the run's lock ([`super::lock`]: the lock file or a resolution).
     pub saved: Option<Saved<'a>>,
-    /// The file the saved plan or lock was read from, for the refusal.
+    /// The file the saved plan was read from, for the refusal.
     pub plan_path: &'a Path,
-    /// A snapshot instead of the embedded one.
-    pub snapshot: Option<&'a Path>,
-    /// Resolve live against the manifest's indexes instead of a snapshot.
-    pub live: Option<&'a super::LiveOptions>,
     /// The command line that records digests the lock lacks (for blocked pip steps).
     pub hash_command: &'a str,
     /// Run the verification launch at the end.
@@ -214,10 +209,10 @@ pub async fn converge_probed(
     let node = transport.name().to_string();
     let lock: Lock = match options.saved {
         Some(saved) => {
-            saved.check(prepared, &facts, &node, options.plan_path)?;
+            saved.check(&facts, &node, options.plan_path)?;
             saved.lock().clone()
         }
-        None => super::lock(prepared, &facts, options.snapshot, options.live)?,
+        None => super::lock(prepared, &facts, &node)?,
     };
     let urls = super::index_urls(prepared)?;
     let plan = super::plan_for(
@@ -698,28 +693,12 @@ impl Run<'_> {
                     self.journal_step(&step, "applied", step.reason.clone(), &written)
                         .await?;
                     steps.push(record(&step, "applied", None));
-                    // A new interpreter: resolve again for what it really is (its version
-                    // and tags); a lock file given must hold for it too; a saved plan's
+                    // A new interpreter: the run's lock again for what it really is (its
+                    // version and tags; a lock file must hold for it too); a saved plan's
                     // facts already named it.
-                    if step.kind == StepKind::PythonEnv {
-                        match options.saved {
-                            None => {
-                                let fresh = super::facts_again(transport, prepared, first).await?;
-                                lock =
-                                    super::lock(prepared, &fresh, options.snapshot, options.live)?;
-                            }
-                            Some(Saved::Lock(fixed)) => {
-                                let fresh = super::facts_again(transport, prepared, first).await?;
-                                super::check_lock(
-                                    prepared,
-                                    &fresh,
-                                    fixed,
-                                    &node,
-                                    options.plan_path,
-                                )?;
-                            }
-                            Some(Saved::Plan(_)) => {}
-                        }
+                    if step.kind == StepKind::PythonEnv && options.saved.is_none() {
+                        let fresh = super::facts_again(transport, prepared, first).await?;
+                        lock = super::lock(prepared, &fresh, &node)?;
                     }
                 }
                 StepOutcome::Failed(failure) => {

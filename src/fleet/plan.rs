@@ -4,14 +4,13 @@
 //! data: converged, N changes, blocked (with why), unreachable, or an error.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Instant;
 
 use futures_util::future::join_all;
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-use crate::converge::{self, ConvergeError, LiveOptions, Prepared};
+use crate::converge::{self, ConvergeError, Prepared};
 use crate::plan::NodePlan;
 use crate::steps::Action;
 use crate::transport::SshOptions;
@@ -25,10 +24,6 @@ pub struct PlanOptions<'a> {
     pub ssh: SshOptions,
     /// Nodes probed and planned at once (at least 1).
     pub parallel: usize,
-    /// The snapshot to resolve on (the embedded one when `None`).
-    pub snapshot: Option<&'a Path>,
-    /// Live resolution instead of the snapshot.
-    pub live: Option<&'a LiveOptions>,
     /// The command line that records the digests a lock lacks, e.g. `upgrade index hash
     /// m.yaml --host NODE`.
     pub hash_command: &'a str,
@@ -201,7 +196,7 @@ async fn plan_node(
         Probed::Ready { facts, .. } => facts,
     };
     let planned =
-        converge::lock(&prepared, &facts, options.snapshot, options.live).and_then(|lock| {
+        converge::lock(&prepared, &facts, host).and_then(|lock| {
             converge::plan_for(
                 &prepared,
                 host,

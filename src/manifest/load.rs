@@ -121,6 +121,10 @@ pub fn load(source: &ManifestSource) -> Result<Manifest, ManifestError> {
 /// bound keeps loading a hostile file within a small multiple of this in memory.
 pub const MAX_MANIFEST_BYTES: usize = 16 * 1024 * 1024;
 
+/// The name of the one index a manifest without `indexes:` gets: the index pip is
+/// configured with, recorded by this name in its lock.
+pub const DEFAULT_INDEX_NAME: &str = "default";
+
 /// Read a manifest file as text: at most [`MAX_MANIFEST_BYTES`], and UTF-8 (a file that
 /// is not gets the line and column of its first bad byte).
 pub fn read_text(path: &Path) -> Result<String, ManifestError> {
@@ -605,10 +609,19 @@ impl Checker {
             .require(&mut fields, "target")
             .and_then(|node| self.target(node));
         let toolkit = fields.take("toolkit").and_then(|node| self.toolkit(node));
+        // No `indexes:` means the index pip is configured with, as pip itself would use.
         let indexes = fields
             .take("indexes")
             .map(|node| self.indexes(node))
-            .unwrap_or_default();
+            .unwrap_or_else(|| {
+                vec![Index {
+                    name: DEFAULT_INDEX_NAME.to_string(),
+                    url: None,
+                    explicit: false,
+                    provenance: None,
+                    span: Span::default(),
+                }]
+            });
         let packages = fields
             .take("packages")
             .map(|node| self.packages(node))

@@ -64,6 +64,12 @@ pub struct Lock {
     pub manifest_sha256: Option<Sha256>,
     /// The node values the resolution assumed (the virtual packages' versions).
     pub assumed: FactsFile,
+    /// What the resolution depended on in the manifest: the lock is fresh while the
+    /// manifest still says the same (comments and `env`, `verify`, `service` or
+    /// `ldconfig` edits do not change it). Locks written before it was recorded have none
+    /// and are stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<super::inputs::LockInputs>,
     /// Every package of the closure, by name.
     pub packages: Vec<LockedPackage>,
     /// What a reviewer should know about the resolution: several CUDA majors, a wheel

@@ -208,6 +208,7 @@ mod tests {
             schema: 1,
             manifest: crate::text::Line::new("m").unwrap(),
             manifest_sha256: Some("a".repeat(64).parse().unwrap()),
+            inputs: None,
             assumed: serde_json::from_str(assumed).unwrap(),
             packages: Vec::new(),
             findings: Vec::new(),

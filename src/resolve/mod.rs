@@ -18,6 +18,7 @@ mod error;
 mod evidence;
 pub mod export;
 mod findings;
+pub mod inputs;
 mod live;
 mod lock;
 mod lock_match;
@@ -362,6 +363,7 @@ fn lock_from(
         schema: LOCK_SCHEMA,
         manifest: Line::escaping(&request.name),
         manifest_sha256: None,
+        inputs: None,
         assumed: environment.to_facts(),
         packages,
         findings,

@@ -46,6 +46,10 @@ pub const CLICOLOR_FORCE: &str = "CLICOLOR_FORCE";
 /// `/srv/cuda-upgrade/snapshot.json`.
 pub const UPGRADE_SNAPSHOT: &str = "UPGRADE_SNAPSHOT";
 
+/// Rules layered over the embedded tables for every verb that resolves (`--rules`),
+/// e.g. `/etc/cuda-upgrade/rules`.
+pub const UPGRADE_RULES: &str = "UPGRADE_RULES";
+
 /// The cache of index responses (`--cache-dir`), e.g. `/var/cache/cuda-upgrade`.
 pub const UPGRADE_CACHE_DIR: &str = "UPGRADE_CACHE_DIR";
 
