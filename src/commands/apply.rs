@@ -49,8 +49,7 @@ pub fn run(args: &ApplyArgs, printer: &mut Printer) -> Result<ExitStatus, Comman
     if saved.is_some() && args.resolution.lock.is_some() {
         return Err(CommandError::PlanFile {
             path: args.target.clone(),
-            message: "a saved plan carries its own lock; `--lock` goes with a manifest"
-                .to_string(),
+            message: "a saved plan carries its own lock; `--lock` goes with a manifest".to_string(),
         });
     }
     let prepared = converge::prepare(&manifest_path, super::resolution(&args.resolution)?)?;

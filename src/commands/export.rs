@@ -24,9 +24,11 @@ pub fn run(args: &ExportArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
             let prepared = converge::load(&args.target, settings.clone())?;
             let environment = super::node::environment(&prepared.manifest, args.facts.as_deref())?;
             let (lock, origin) = converge::lock_for(&prepared, &environment, "target")?;
-            printer
-                .err(&format!("{}\n", crate::text::text_value(&origin.note())))
-                .map_err(CommandError::Output)?;
+            if let Some(note) = origin.note() {
+                printer
+                    .err(&format!("{}\n", crate::text::text_value(&note)))
+                    .map_err(CommandError::Output)?;
+            }
             (prepared.manifest.clone(), lock)
         }
     };

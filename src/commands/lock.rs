@@ -30,6 +30,8 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     let prepared = converge::load(&args.manifest, super::resolution(&args.resolution)?)?;
     let path = prepared.lock_file.path.clone();
     match (prepared.settings.mode, &prepared.lock_file.lock) {
+        // `--check` resolves and compares, whichever lock file it names.
+        _ if args.check => {}
         (LockMode::Locked, Some(lock)) => return fresh(args, &prepared, lock, printer),
         (LockMode::Frozen, Some(lock)) if !args.check => {
             let text = render(lock, args.format)?;
@@ -51,10 +53,12 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     // Read before resolving: a missing lock is an error, not a difference.
     let locked = match (args.check, &prepared.lock_file.lock) {
         (true, Some(lock)) => Some(lock.clone()),
-        (true, None) => return Err(converge::read_lock(&path).err().map_or_else(
-            || CommandError::Output(std::io::Error::other("no lock file")),
-            CommandError::from,
-        )),
+        (true, None) => {
+            return Err(converge::read_lock(&path).err().map_or_else(
+                || CommandError::Output(std::io::Error::other("no lock file")),
+                CommandError::from,
+            ));
+        }
         (false, _) => None,
     };
     let environment = super::node::environment(&prepared.manifest, args.facts.as_deref())?;

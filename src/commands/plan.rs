@@ -41,9 +41,11 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     };
     let (lock, origin) = converge::lock_with_origin(&prepared, &facts, &node_name)
         .map_err(|error| CommandError::from(error).verbose(printer.verbose()))?;
-    printer
-        .err(&format!("{}\n", text_value(&origin.note())))
-        .map_err(CommandError::Output)?;
+    if let Some(note) = origin.note() {
+        printer
+            .err(&format!("{}\n", text_value(&note)))
+            .map_err(CommandError::Output)?;
+    }
     let urls = converge::index_urls(&prepared)?;
     let node_choice = match &args.facts {
         Some(path) => NodeChoice::Facts(path),

@@ -1,5 +1,10 @@
 //! `upgrade verify MANIFEST (--local | --host H)`: the verification launch alone, e.g.
 //! after a reboot or a driver update, without touching the stack.
+//!
+//! Where the run has a lock without resolving (the lock file beside the manifest, or
+//! `--lock`, `--locked`, `--frozen`), the node's packages are compared with it first: a
+//! node that differs is named on stderr, and with `--locked` or `--frozen` it fails
+//! before the launch. Nothing is resolved for it and no index is reached.
 
 use std::path::PathBuf;
 
@@ -9,6 +14,52 @@ use crate::exec::{self, launch::LaunchOutcome, launch::LaunchSpec, launch::PID_F
 use crate::manifest;
 use crate::printer::Printer;
 use crate::report;
+
+/// How the node's packages differ from the run's lock, when the run has one without
+/// resolving (`None`: no lock file in the default mode, or the node matches it).
+async fn lock_differs(
+    selection: &exec::NodeSelection,
+    prepared: &crate::converge::Prepared,
+) -> Result<Option<String>, CommandError> {
+    use crate::converge::{self, LockMode};
+    if prepared.settings.mode == LockMode::Auto && prepared.lock_file.lock.is_none() {
+        return Ok(None);
+    }
+    let transport = exec::connect(selection).await?;
+    let facts = converge::facts(&transport, prepared).await?;
+    let name = transport.name().to_string();
+    let environment = crate::resolve::TargetEnvironment::from_node(&prepared.manifest, &facts)?;
+    let lock = match (&prepared.lock_file.lock, prepared.settings.mode) {
+        // Never resolved here: a lock file that does not serve is only named.
+        (Some(lock), LockMode::Auto) => {
+            let mut why = converge::stale(&prepared.manifest, lock);
+            why.extend(lock.mismatches(&environment));
+            if !why.is_empty() {
+                return Ok(Some(format!("the lock does not serve: {}", why.join("; "))));
+            }
+            lock.clone()
+        }
+        _ => converge::lock_for(prepared, &environment, &name)?.0,
+    };
+    let urls = converge::index_urls(prepared)?;
+    let plan = converge::plan_for(
+        prepared,
+        &name,
+        &facts,
+        &lock,
+        &urls,
+        "upgrade index hash",
+        &crate::steps::Delivery::default(),
+    )?;
+    Ok(plan
+        .steps
+        .iter()
+        .find(|step| {
+            step.kind == crate::steps::StepKind::PipPins
+                && step.action != crate::steps::Action::NoOp
+        })
+        .map(|step| step.reason.clone()))
+}
 
 /// Launch, watch, judge, stop.
 pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -37,6 +88,20 @@ pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
         stop_earlier: false,
     };
     let selection = node::selection(&args.node, &args.ssh);
+    let prepared = crate::converge::prepare(&args.manifest, super::resolution(&args.resolution)?)?;
+    if let Some(differs) = runtime()?.block_on(lock_differs(&selection, &prepared))? {
+        let strict = prepared.settings.mode != crate::converge::LockMode::Auto;
+        let text = format!(
+            "{}: the node's packages differ from the lock `{}`: {differs}\n",
+            manifest.name,
+            prepared.lock_file.path.display()
+        );
+        if strict {
+            printer.problems(&text).map_err(CommandError::Output)?;
+            return Ok(ExitStatus::Failure);
+        }
+        printer.err(&text).map_err(CommandError::Output)?;
+    }
     printer.progress(&format!(
         "verification launch — waiting for {:?}",
         spec.verify.ready

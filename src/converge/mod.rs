@@ -36,8 +36,7 @@ pub use node::{
 pub use pinned::{Saved, read_lock};
 pub use resolution::{
     LockFile, LockMode, LockOrigin, ResolutionSettings, ResolvedOn, Source, covers, lock_for,
-    refresh_command,
-    resolve_reporting, stale, stamp,
+    refresh_command, resolve_reporting, stale, stamp,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome, rollback_node};
 

@@ -24,12 +24,7 @@ impl Saved<'_> {
     }
 
     /// Refuse it when it does not fit this node now (`path` names the file).
-    pub fn check(
-        &self,
-        facts: &NodeFacts,
-        node: &str,
-        path: &Path,
-    ) -> Result<(), ConvergeError> {
+    pub fn check(&self, facts: &NodeFacts, node: &str, path: &Path) -> Result<(), ConvergeError> {
         match self {
             Saved::Plan(saved) => {
                 let digest = facts.digest()?.to_string();

@@ -88,18 +88,23 @@ impl std::fmt::Display for ResolvedOn {
 }
 
 impl LockOrigin {
-    /// One line for stderr, e.g. `lock: manifests/x.lock.json (fresh)`.
-    pub fn note(&self) -> String {
+    /// One line for stderr where it tells something, e.g. `lock:
+    /// manifests/x.lock.json (fresh)`; `None` for the usual resolution of a manifest
+    /// without a lock on the embedded snapshot.
+    pub fn note(&self) -> Option<String> {
         match self {
-            LockOrigin::File(path) => format!("lock: {} (fresh)", path.display()),
+            LockOrigin::File(path) => Some(format!("lock: {} (fresh)", path.display())),
             LockOrigin::Resolved {
-                on,
+                on: ResolvedOn::Live,
                 set_aside: None,
-            } => format!("resolved on {on}"),
+            } => Some(format!("resolved on {}", ResolvedOn::Live)),
+            LockOrigin::Resolved {
+                set_aside: None, ..
+            } => None,
             LockOrigin::Resolved {
                 on,
                 set_aside: Some(why),
-            } => format!("resolved on {on}: the lock {why}"),
+            } => Some(format!("resolved on {on}: the lock {why}")),
         }
     }
 }
@@ -288,11 +293,14 @@ pub fn covers(universe: &Universe, manifest: &Manifest) -> Result<(), String> {
                 None => open.contains(&contents.name.as_str()),
             };
             serves
-                && contents.packages.get(&package.name).is_some_and(|releases| {
-                    releases
-                        .iter()
-                        .any(|release| specifiers.contains(&release.version))
-                })
+                && contents
+                    .packages
+                    .get(&package.name)
+                    .is_some_and(|releases| {
+                        releases
+                            .iter()
+                            .any(|release| specifiers.contains(&release.version))
+                    })
         });
         if !recorded {
             return Err(format!("{} {specifiers}", package.name));

@@ -195,21 +195,20 @@ async fn plan_node(
         Probed::Ended(node) => return from_ended(&node),
         Probed::Ready { facts, .. } => facts,
     };
-    let planned =
-        converge::lock(&prepared, &facts, host).and_then(|lock| {
-            converge::plan_for(
-                &prepared,
-                host,
-                &facts,
-                &lock,
-                urls,
-                options.hash_command,
-                &crate::steps::Delivery {
-                    fetch,
-                    installer: options.delivery.installer.clone(),
-                },
-            )
-        });
+    let planned = converge::lock(&prepared, &facts, host).and_then(|lock| {
+        converge::plan_for(
+            &prepared,
+            host,
+            &facts,
+            &lock,
+            urls,
+            options.hash_command,
+            &crate::steps::Delivery {
+                fetch,
+                installer: options.delivery.installer.clone(),
+            },
+        )
+    });
     match planned {
         Ok(mut plan) => {
             for variable in &unset {

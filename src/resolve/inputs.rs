@@ -125,11 +125,8 @@ impl LockInputs {
                         (specifiers.to_string(), index.as_deref().map(line), None)
                     }
                     PackageOrigin::Git(git) => {
-                        let mut text = format!(
-                            "{}@{}",
-                            crate::manifest::redact_url(&git.url),
-                            git.rev
-                        );
+                        let mut text =
+                            format!("{}@{}", crate::manifest::redact_url(&git.url), git.rev);
                         if let Some(subdirectory) = &git.subdirectory {
                             text.push_str(&format!("#{subdirectory}"));
                         }
@@ -163,7 +160,10 @@ impl LockInputs {
             target: InputTarget {
                 python_version: target.python_version.as_deref().map(line),
                 glibc: target.glibc.as_deref().map(line),
-                driver: target.driver.as_ref().map(|driver| line(driver.to_string())),
+                driver: target
+                    .driver
+                    .as_ref()
+                    .map(|driver| line(driver.to_string())),
                 gpu_arch: target
                     .gpu_arch
                     .iter()
@@ -304,13 +304,32 @@ fn keyed<T>(
     }
 }
 
-/// Plain lists: what left, what came.
+/// Requirements, matched by the package they name: what left, what came, what changed.
 fn listed(out: &mut Vec<String>, what: &str, was: &[Line], is: &[Line]) {
+    let name = |requirement: &Line| -> String {
+        requirement
+            .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+            .replace('_', "-")
+    };
     for old in was.iter().filter(|old| !is.contains(old)) {
-        out.push(format!("{what} `{old}` removed"));
+        match is
+            .iter()
+            .find(|new| !was.contains(new) && name(new) == name(old))
+        {
+            Some(new) => out.push(format!("{what} `{old}` → `{new}`")),
+            None => out.push(format!("{what} `{old}` removed")),
+        }
     }
     for new in is.iter().filter(|new| !was.contains(new)) {
-        out.push(format!("{what} `{new}` added"));
+        if !was
+            .iter()
+            .any(|old| !is.contains(old) && name(old) == name(new))
+        {
+            out.push(format!("{what} `{new}` added"));
+        }
     }
 }
 
@@ -327,10 +346,12 @@ mod tests {
     #[test]
     fn comments_env_and_reasons_keep_a_lock_fresh() {
         let before = LockInputs::of(&manifest(BASE));
-        let edited = format!(
-            "# a comment\n{BASE}env:\n  - name: A\n    value: b\n"
+        let edited = format!("# a comment\n{BASE}env:\n  - name: A\n    value: b\n");
+        assert!(
+            before
+                .changes(&LockInputs::of(&manifest(&edited)))
+                .is_empty()
         );
-        assert!(before.changes(&LockInputs::of(&manifest(&edited))).is_empty());
     }
 
     #[test]

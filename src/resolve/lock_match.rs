@@ -62,15 +62,27 @@ fn pin(package: &LockedPackage) -> String {
 
 impl Lock {
     /// What differs between this lock and `now`, a fresh resolution of the same
-    /// manifest: its digest, the node values assumed, then each package, by name.
+    /// manifest: the manifest's inputs, the node values assumed, then each package, by
+    /// name.
     pub fn differences(&self, now: &Lock) -> Vec<LockDifference> {
         let mut out = Vec::new();
-        if self.manifest_sha256 != now.manifest_sha256 {
-            out.push(LockDifference {
-                what: "manifest sha256".to_string(),
-                locked: self.manifest_sha256.as_ref().map(ToString::to_string),
-                now: now.manifest_sha256.as_ref().map(ToString::to_string),
-            });
+        // What the manifest said, by meaning: a comment edit is no difference.
+        match (&self.inputs, &now.inputs) {
+            (Some(locked), Some(fresh)) => {
+                for change in locked.changes(fresh) {
+                    out.push(LockDifference {
+                        what: "manifest".to_string(),
+                        locked: None,
+                        now: Some(change),
+                    });
+                }
+            }
+            (None, Some(_)) => out.push(LockDifference {
+                what: "manifest inputs".to_string(),
+                locked: None,
+                now: Some("recorded (the lock was written by an earlier build)".to_string()),
+            }),
+            (_, None) => {}
         }
         let (locked, fresh) = (
             serde_json::to_value(&self.assumed).unwrap_or_default(),
