@@ -174,8 +174,8 @@ fn diff_of_the_seed_upgrade_names_its_hazards() {
     let entries = resolve::resolution_entries(
         &old,
         &new,
-        &outcome(&old, "old.yaml"),
-        &outcome(&new, "new.yaml"),
+        Some(&outcome(&old, "old.yaml")),
+        Some(&outcome(&new, "new.yaml")),
         &rules,
     );
     let subjects: Vec<String> = entries

@@ -1,41 +1,26 @@
 //! `upgrade diff OLD NEW`: the semantic diff of two manifests.
+//!
+//! The resolution part compares the locks beside the two manifests (`NAME.lock.json`
+//! beside `NAME.yaml`, read from git for `REV:PATH`). A side without a lock is resolved
+//! on the snapshot when the snapshot records its packages, and is left out otherwise;
+//! either way a note says so. Nothing here reaches the network or runs pip.
+
+use std::path::{Path, PathBuf};
 
 use crate::cli::{DiffArgs, DiffFormat};
 use crate::commands::{CommandError, ExitStatus};
 use crate::converge;
-use crate::index::Snapshot;
-use crate::manifest::{self, Manifest, ManifestSource};
+use crate::index::{Snapshot, snapshot};
+use crate::manifest::{self, GitFile, Manifest, ManifestDiff, ManifestSource, Sha256};
 use crate::printer::Printer;
 use crate::report;
-use crate::resolve::{self, TargetEnvironment};
+use crate::resolve::{self, Lock, Outcome, TargetEnvironment};
 use crate::rules::{DriverTable, RuleSet};
 
 /// Print the diff; with `--exit-code`, exit 1 when the manifests differ.
 pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let old = manifest::load(&ManifestSource::parse(&args.old))?;
-    let new = manifest::load(&ManifestSource::parse(&args.new))?;
-    let drivers = DriverTable::embedded()?;
-    let mut diff = manifest::diff(&old, &new, &args.old, &args.new, &drivers);
-    if !diff.is_empty() {
-        // Resolve each side offline on the embedded snapshot, for its own target; a
-        // side that cannot be resolved is shown as a hazard, never an error.
-        let rules = RuleSet::embedded()?;
-        let snapshot = Snapshot::embedded()?;
-        let outcome = |manifest: &Manifest, name: &str| {
-            TargetEnvironment::from_manifest(manifest).and_then(|environment| {
-                converge::resolve_lock(manifest, name, &environment, &snapshot.universe, &rules)
-            })
-        };
-        let old_outcome = outcome(&old, &args.old);
-        let new_outcome = outcome(&new, &args.new);
-        diff.entries.extend(resolve::resolution_entries(
-            &old,
-            &new,
-            &old_outcome,
-            &new_outcome,
-            &rules,
-        ));
-    }
+    let snapshot = Snapshot::embedded()?;
+    let diff = semantic_diff(&args.old, &args.new, &snapshot)?;
     let text = match args.format {
         DiffFormat::Text => report::diff::text(&diff),
         DiffFormat::Markdown => report::diff::markdown(&diff),
@@ -47,4 +32,153 @@ pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     } else {
         ExitStatus::Success
     })
+}
+
+/// The diff of the manifests `old` and `new` (paths or `REV:PATH`, as given on the
+/// command line), with the resolution part from the locks beside them; a side without
+/// a lock is resolved on `snapshot` when [`snapshot::covers`] it.
+pub fn semantic_diff(
+    old: &str,
+    new: &str,
+    snapshot: &Snapshot,
+) -> Result<ManifestDiff, CommandError> {
+    let old_side = Side::read(old)?;
+    let new_side = Side::read(new)?;
+    let drivers = DriverTable::embedded()?;
+    let mut diff = manifest::diff(&old_side.manifest, &new_side.manifest, old, new, &drivers);
+    let both_locked = old_side.lock.is_some() && new_side.lock.is_some();
+    if diff.is_empty() && !both_locked {
+        return Ok(diff);
+    }
+    let rules = RuleSet::embedded()?;
+    let old_outcome = old_side.outcome(snapshot, &rules, &mut diff.notes);
+    let new_outcome = new_side.outcome(snapshot, &rules, &mut diff.notes);
+    diff.entries.extend(resolve::resolution_entries(
+        &old_side.manifest,
+        &new_side.manifest,
+        old_outcome.as_ref(),
+        new_outcome.as_ref(),
+        &rules,
+    ));
+    diff.entries.sort_by_key(|entry| entry.section);
+    Ok(diff)
+}
+
+/// One side of the diff: the manifest, and the lock beside it if there is one.
+struct Side {
+    /// As given on the command line, e.g. `HEAD:m.yaml`.
+    argument: String,
+    /// The manifest's path, for `upgrade lock PATH`.
+    path: PathBuf,
+    manifest: Manifest,
+    lock: Option<Lock>,
+    /// Whether the lock was resolved from another text of the manifest.
+    stale: bool,
+}
+
+impl Side {
+    fn read(argument: &str) -> Result<Self, CommandError> {
+        let source = ManifestSource::parse(argument);
+        let (manifest, text) = manifest::load_with_text(&source)?;
+        let lock = lock_beside(&source)?;
+        let stale = lock.as_ref().is_some_and(|lock| {
+            lock.manifest_sha256
+                .as_ref()
+                .is_some_and(|sha256| *sha256 != Sha256::of(text.as_bytes()))
+        });
+        let path = match &source {
+            ManifestSource::Path(path) => path.clone(),
+            ManifestSource::GitRevision { path, .. } => PathBuf::from(path),
+        };
+        Ok(Self {
+            argument: argument.to_string(),
+            path,
+            manifest,
+            lock,
+            stale,
+        })
+    }
+
+    /// The lock beside the manifest; without one, the resolution on `snapshot` when it
+    /// records the manifest's packages, else nothing. Each is told in `notes` once.
+    fn outcome(
+        &self,
+        snapshot: &Snapshot,
+        rules: &RuleSet,
+        notes: &mut Vec<String>,
+    ) -> Option<Outcome> {
+        let (argument, path) = (&self.argument, self.path.display());
+        if let Some(lock) = &self.lock {
+            if self.stale {
+                notes.push(format!(
+                    "the lock beside `{argument}` was resolved from another version of the manifest; `upgrade lock {path}` refreshes it"
+                ));
+            }
+            return Some(Ok(lock.clone()));
+        }
+        let missing = format!("no lock beside `{argument}`; `upgrade lock {path}` writes it");
+        match snapshot::covers(&snapshot.universe, &self.manifest) {
+            Ok(()) => {
+                notes.push(format!(
+                    "{missing} (compared here as resolved on {})",
+                    snapshot::place(&snapshot.universe)
+                ));
+                // Resolved for its own target; a side that cannot be resolved is shown
+                // as a hazard, never an error.
+                Some(
+                    TargetEnvironment::from_manifest(&self.manifest).and_then(|environment| {
+                        converge::resolve_lock(
+                            &self.manifest,
+                            argument,
+                            &environment,
+                            &snapshot.universe,
+                            rules,
+                        )
+                    }),
+                )
+            }
+            Err(unrecorded) => {
+                notes.push(format!(
+                    "{missing} ({unrecorded}, so its locked closure is not compared)"
+                ));
+                None
+            }
+        }
+    }
+}
+
+/// The lock beside the manifest `source` names (`NAME.lock.json` beside `NAME.yaml`; for
+/// `REV:PATH`, the lock at `REV` beside `PATH`), or `None` when there is none. A lock
+/// that cannot be read is an error naming it.
+pub fn lock_beside(source: &ManifestSource) -> Result<Option<Lock>, CommandError> {
+    let unreadable = |path: PathBuf, message: String| CommandError::LockFile { path, message };
+    match source {
+        ManifestSource::Path(path) => {
+            let lock = resolve::lock_path_beside(path);
+            if !lock.exists() {
+                return Ok(None);
+            }
+            Lock::read(&lock)
+                .map(Some)
+                .map_err(|error| unreadable(lock, crate::text::error_chain(&error)))
+        }
+        ManifestSource::GitRevision { rev, path } => {
+            let lock = resolve::lock_path_beside(Path::new(path));
+            let lock = lock.to_string_lossy();
+            let named = PathBuf::from(format!("{rev}:{lock}"));
+            let bytes = match manifest::read_git_file(rev, &lock)? {
+                GitFile::Found(bytes) => bytes,
+                GitFile::Missing(_) => return Ok(None),
+            };
+            let text = String::from_utf8(bytes).map_err(|error| {
+                unreadable(
+                    named.clone(),
+                    format!("it is not UTF-8 text ({})", error.utf8_error()),
+                )
+            })?;
+            Lock::from_json(&text)
+                .map(Some)
+                .map_err(|error| unreadable(named, crate::text::error_chain(&error)))
+        }
+    }
 }

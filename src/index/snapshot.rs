@@ -116,6 +116,64 @@ impl Snapshot {
     }
 }
 
+/// Where a universe was read from, for people: `the embedded snapshot`,
+/// ``snapshot `FILE` ``, or `the indexes read`.
+pub(crate) fn place(universe: &crate::index::Universe) -> String {
+    match universe.snapshot.as_deref() {
+        Some(EMBEDDED_SNAPSHOT_FILE) => "the embedded snapshot".to_string(),
+        Some(file) => format!("snapshot `{file}`"),
+        None => "the indexes read".to_string(),
+    }
+}
+
+/// Whether `universe` records what `manifest` names from an index: `Ok` when every such
+/// package has at least one release matching its specifier on the index it comes from
+/// (the index it names, else the first open index that has it, as the resolver picks);
+/// otherwise the first that is not recorded, e.g. `torch ==2.8.0 is not recorded in the
+/// embedded snapshot`. Git packages are not looked up.
+pub fn covers(
+    universe: &crate::index::Universe,
+    manifest: &crate::manifest::Manifest,
+) -> Result<(), String> {
+    use crate::manifest::PackageOrigin;
+    let place = place(universe);
+    for package in &manifest.packages {
+        let PackageOrigin::Index { specifiers, index } = &package.origin else {
+            continue;
+        };
+        let has = |contents: &&super::IndexContents| contents.packages.contains_key(&package.name);
+        let contents = match index {
+            Some(name) => universe.index(name),
+            None if manifest.indexes.is_empty() => universe.indexes.iter().find(has),
+            None => manifest
+                .indexes
+                .iter()
+                .filter(|policy| !policy.explicit)
+                .filter_map(|policy| universe.index(&policy.name))
+                .find(has),
+        };
+        let recorded = contents
+            .and_then(|contents| contents.packages.get(&package.name))
+            .is_some_and(|releases| {
+                releases
+                    .iter()
+                    .any(|release| specifiers.contains(&release.version))
+            });
+        if !recorded {
+            let wanted = if specifiers.is_empty() {
+                "(any version)".to_string()
+            } else {
+                specifiers.to_string()
+            };
+            return Err(format!(
+                "{} {wanted} is not recorded in {place}",
+                package.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::str::FromStr;
@@ -125,6 +183,46 @@ mod tests {
 
     use super::*;
     use crate::index::client::simple::parse_page;
+
+    fn manifest(packages: &str) -> crate::manifest::Manifest {
+        let text = format!(
+            "schema: 1\nname: t\ntarget: {{ python: /opt/env/bin/python3 }}\nindexes:\n  - name: pytorch-cu130\n    url: https://example.invalid/cu130\n  - name: default\npackages:\n{packages}"
+        );
+        crate::manifest::load_str(&text, "t.yaml", None).unwrap()
+    }
+
+    /// The embedded snapshot covers the shipped stack and names the first package it
+    /// does not record.
+    #[test]
+    fn covers_names_the_first_package_not_recorded() {
+        let universe = Snapshot::embedded().unwrap().universe;
+        let shipped = crate::manifest::load_file(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/manifests/sglang-0.5.9-cu130.yaml"
+        )))
+        .unwrap();
+        assert_eq!(covers(&universe, &shipped), Ok(()));
+        let pinned = manifest("  torch: { version: \"==2.9.1+cu130\", index: pytorch-cu130 }\n");
+        assert_eq!(covers(&universe, &pinned), Ok(()));
+        let old = manifest("  torch: { version: \"==2.8.0\", index: pytorch-cu130 }\n");
+        assert_eq!(
+            covers(&universe, &old),
+            Err("torch ==2.8.0 is not recorded in the embedded snapshot".to_string())
+        );
+        // `sgl-cu130` is not one of this manifest's indexes, so `sgl-kernel` comes from
+        // `default`, which has no `+cu130` build.
+        let elsewhere = manifest("  sgl-kernel: \"==0.3.21+cu130\"\n");
+        assert_eq!(
+            covers(&universe, &elsewhere),
+            Err("sgl-kernel ==0.3.21+cu130 is not recorded in the embedded snapshot".to_string())
+        );
+        let unknown = manifest("  no-such-package: \"\"\n");
+        assert!(
+            covers(&universe, &unknown)
+                .unwrap_err()
+                .starts_with("no-such-package")
+        );
+    }
 
     /// sgl-kernel's page lists the shipped wheel five times under one URL with five
     /// digests (re-uploads). The snapshot records one file with one digest: the page's

@@ -165,6 +165,9 @@ pub struct ManifestDiff {
     pub new: String,
     /// Every change, grouped by section in display order.
     pub entries: Vec<DiffEntry>,
+    /// What a reviewer should know about how the diff was made, counted as no change,
+    /// e.g. ``no lock beside `m.yaml`; `upgrade lock m.yaml` writes it``.
+    pub notes: Vec<String>,
 }
 
 impl ManifestDiff {
@@ -258,6 +261,7 @@ pub fn diff(
         old: old_name.to_string(),
         new: new_name.to_string(),
         entries,
+        notes: Vec::new(),
     }
 }
 

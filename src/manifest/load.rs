@@ -75,45 +75,91 @@ impl ManifestSource {
 
 /// Load a manifest from a path or a git revision.
 pub fn load(source: &ManifestSource) -> Result<Manifest, ManifestError> {
+    load_with_text(source).map(|(manifest, _)| manifest)
+}
+
+/// [`load`], with the text the manifest was read from (its sha256 is the one a lock
+/// records).
+pub fn load_with_text(source: &ManifestSource) -> Result<(Manifest, String), ManifestError> {
     match source {
-        ManifestSource::Path(path) => load_file(path),
+        ManifestSource::Path(path) => {
+            let text = read_text(path)?;
+            let manifest = load_str(&text, &path.display().to_string(), Some(&base_dir(path)))?;
+            Ok((manifest, text))
+        }
         ManifestSource::GitRevision { rev, path } => {
-            if rev.starts_with('-') {
-                return Err(ManifestError::GitShow {
-                    rev: rev.clone(),
-                    path: path.clone(),
-                    message: "a revision does not start with `-`".to_string(),
-                });
-            }
-            // `--end-of-options`: whatever the argument says, git reads it as a revision.
-            let output = Command::new("git")
-                .arg("show")
-                .arg("--end-of-options")
-                .arg(format!("{rev}:{path}"))
-                .output()
-                .map_err(|error| ManifestError::GitShow {
-                    rev: rev.clone(),
-                    path: path.clone(),
-                    message: error.to_string(),
-                })?;
-            if !output.status.success() {
-                return Err(ManifestError::GitShow {
-                    rev: rev.clone(),
-                    path: path.clone(),
-                    message: String::from_utf8_lossy(&output.stderr).trim().to_string(),
-                });
-            }
+            let bytes = match read_git_file(rev, path)? {
+                GitFile::Found(bytes) => bytes,
+                GitFile::Missing(message) => {
+                    return Err(ManifestError::GitShow {
+                        rev: rev.clone(),
+                        path: path.clone(),
+                        message,
+                    });
+                }
+            };
             let file = format!("{rev}:{path}");
-            if output.stdout.len() > MAX_MANIFEST_BYTES {
+            if bytes.len() > MAX_MANIFEST_BYTES {
                 return Err(ManifestError::TooLarge {
                     file,
-                    size: output.stdout.len() as u64,
+                    size: bytes.len() as u64,
                 });
             }
-            let text = decode(output.stdout, &file)?;
+            let text = decode(bytes, &file)?;
             // Patches are looked up at that revision's tree, which is not on disk.
-            load_str(&text, &file, None)
+            let manifest = load_str(&text, &file, None)?;
+            Ok((manifest, text))
         }
+    }
+}
+
+/// What git holds at `REV:PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitFile {
+    /// The file's bytes.
+    Found(Vec<u8>),
+    /// The revision exists and has no such file; what git said, e.g. `fatal: path
+    /// 'm.lock.json' does not exist in 'HEAD'`.
+    Missing(String),
+}
+
+/// The file `path` at git revision `rev` (`git show REV:PATH`, run in the current
+/// directory), the one reader of files from git: [`GitFile::Missing`] when the revision
+/// exists but has no such file; an error when `rev` starts with `-`, git cannot run, or
+/// the revision is unknown.
+pub fn read_git_file(rev: &str, path: &str) -> Result<GitFile, ManifestError> {
+    let failed = |message: String| ManifestError::GitShow {
+        rev: rev.to_string(),
+        path: path.to_string(),
+        message,
+    };
+    if rev.starts_with('-') {
+        return Err(failed("a revision does not start with `-`".to_string()));
+    }
+    // `--end-of-options`: whatever the argument says, git reads it as a revision.
+    let output = Command::new("git")
+        .arg("show")
+        .arg("--end-of-options")
+        .arg(format!("{rev}:{path}"))
+        .output()
+        .map_err(|error| failed(error.to_string()))?;
+    if output.status.success() {
+        return Ok(GitFile::Found(output.stdout));
+    }
+    let message = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    // The revision names a tree, so the path is what is missing.
+    let revision = Command::new("git")
+        .arg("rev-parse")
+        .arg("--verify")
+        .arg("--quiet")
+        .arg("--end-of-options")
+        .arg(format!("{rev}^{{tree}}"))
+        .output()
+        .map_err(|error| failed(error.to_string()))?;
+    if revision.status.success() {
+        Ok(GitFile::Missing(message))
+    } else {
+        Err(failed(message))
     }
 }
 
@@ -188,8 +234,7 @@ pub fn base_dir(path: &Path) -> PathBuf {
 
 /// Load a manifest file; patch files are checked relative to its directory.
 pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
-    let text = read_text(path)?;
-    load_str(&text, &path.display().to_string(), Some(&base_dir(path)))
+    load_with_text(&ManifestSource::Path(path.to_path_buf())).map(|(manifest, _)| manifest)
 }
 
 /// `upgrade validate`'s load: [`load_file`] plus the checks of what only the manifest's

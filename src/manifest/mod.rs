@@ -13,8 +13,8 @@ pub use diff::{Change, DiffEntry, ManifestDiff, Section, VersionDirection, diff}
 pub use error::{Diagnostic, ManifestError};
 pub(crate) use load::is_variable_name;
 pub use load::{
-    MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, base_dir, load, load_file, load_str,
-    parse_duration, read_text, validate_file,
+    GitFile, MAX_DURATION, MAX_MANIFEST_BYTES, ManifestSource, base_dir, load, load_file, load_str,
+    load_with_text, parse_duration, read_git_file, read_text, validate_file,
 };
 pub use model::*;
 /// The manifest's JSON Schema (draft 2020-12), `manifests/schema.json`: structure only;

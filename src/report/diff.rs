@@ -49,6 +49,7 @@ pub fn redacted(diff: &ManifestDiff) -> ManifestDiff {
         old: redact_text(&diff.old),
         new: redact_text(&diff.new),
         entries,
+        notes: diff.notes.iter().map(|note| redact_text(note)).collect(),
     }
 }
 
@@ -79,6 +80,9 @@ pub fn text(diff: &ManifestDiff) -> String {
         text_value(&diff.old),
         text_value(&diff.new)
     );
+    for note in &diff.notes {
+        out.push_str(&format!("note: {}\n", text_value(note)));
+    }
     if diff.is_empty() {
         out.push_str("no semantic changes\n");
         return out;
@@ -130,6 +134,9 @@ pub fn markdown(diff: &ManifestDiff) -> String {
         markdown_code(&diff.old),
         markdown_code(&diff.new)
     );
+    for note in &diff.notes {
+        out.push_str(&format!("> Note: {}\n\n", markdown_text(note)));
+    }
     if diff.is_empty() {
         out.push_str("No semantic changes.\n");
         return out;

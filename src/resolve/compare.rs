@@ -1,9 +1,10 @@
 //! The resolution-level part of `upgrade diff`: how the locked closure changes between
 //! two manifests, and which hazards (rules) a change newly triggers.
 //!
-//! Works on two outcomes of [`resolve`](super::resolve) (a lock or a conflict) and
-//! yields plain diff entries for `report::diff`; it never fails: a side that cannot be
-//! resolved is itself a hazard.
+//! Works on two outcomes, each a lock (read beside the manifest, or from
+//! [`resolve`](super::resolve)) or a conflict, and yields plain diff entries for
+//! `report::diff`; it never fails: a side that cannot be resolved is itself a hazard, a
+//! side that was not resolved at all (`None`) is left out.
 
 use std::collections::BTreeMap;
 
@@ -16,30 +17,38 @@ use crate::text::Line;
 /// A side of the diff: the lock, or why there is none.
 pub type Outcome = Result<Lock, ResolveError>;
 
-/// Entries for the `Resolution` and `Hazards` sections.
+/// Entries for the `Resolution` and `Hazards` sections; `None` for a side that was not
+/// resolved (no lock, and a snapshot that does not record its packages).
 pub fn resolution_entries(
     old_manifest: &Manifest,
     new_manifest: &Manifest,
-    old: &Outcome,
-    new: &Outcome,
+    old: Option<&Outcome>,
+    new: Option<&Outcome>,
     rules: &RuleSet,
 ) -> Vec<DiffEntry> {
     let mut entries = Vec::new();
-    if let (Ok(old_lock), Ok(new_lock)) = (old, new) {
+    if let (Some(Ok(old_lock)), Some(Ok(new_lock))) = (old, new) {
         closure_changes(old_lock, new_lock, &mut entries);
     }
     match (old, new) {
-        (_, Err(error)) => {
+        (_, Some(Err(error))) => {
             let notes = match error {
+                // `diff` takes no `--snapshot`: the lock beside the manifest is its way.
                 ResolveError::Unresolvable { report, .. } => report
                     .facts
                     .iter()
                     .map(|fact| fact.short.clone())
-                    .chain(report.hints.iter().map(|hint| format!("hint: {hint}")))
+                    .chain(
+                        report
+                            .hints
+                            .iter()
+                            .filter(|hint| !hint.contains("`--snapshot"))
+                            .map(|hint| format!("hint: {hint}")),
+                    )
                     .collect(),
                 other => vec![other.to_string()],
             };
-            let was = if old.is_err() {
+            let was = if matches!(old, Some(Err(_))) {
                 " (the old one could not either)"
             } else {
                 ""
@@ -50,7 +59,7 @@ pub fn resolution_entries(
                 notes,
             ));
         }
-        (Err(_), Ok(_)) => entries.push(DiffEntry {
+        (Some(Err(_)), Some(Ok(_))) => entries.push(DiffEntry {
             section: Section::Resolution,
             subject: "resolution".to_string(),
             change: Change::Changed {
@@ -60,10 +69,10 @@ pub fn resolution_entries(
             },
             notes: Vec::new(),
         }),
-        (Ok(_), Ok(_)) => {}
+        _ => {}
     }
     toolkit_hazards(old_manifest, new_manifest, rules, &mut entries);
-    if let (Ok(old_lock), Ok(new_lock)) = (old, new) {
+    if let (Some(Ok(old_lock)), Some(Ok(new_lock))) = (old, new) {
         explicit_index_hazards(old_lock, new_lock, &mut entries);
         if old_lock.assumed.cuda_runtime != new_lock.assumed.cuda_runtime {
             let show = |lock: &Lock| {
@@ -105,6 +114,9 @@ fn describe(package: &LockedPackage) -> String {
     }
 }
 
+/// Per package: added, removed, a new version (upgrade, downgrade, variant change), a
+/// new index or source; for the same version, a new file or digest (shown as the files
+/// themselves). A digest change on the same file name is also a hazard.
 fn closure_changes(old: &Lock, new: &Lock, entries: &mut Vec<DiffEntry>) {
     let by_name = |lock: &Lock| -> BTreeMap<String, LockedPackage> {
         lock.packages
@@ -116,33 +128,113 @@ fn closure_changes(old: &Lock, new: &Lock, entries: &mut Vec<DiffEntry>) {
     let mut names: Vec<&String> = old_packages.keys().chain(new_packages.keys()).collect();
     names.sort();
     names.dedup();
+    let mut digests = Vec::new();
     for name in names {
-        let change = match (old_packages.get(name), new_packages.get(name)) {
+        let (change, notes) = match (old_packages.get(name), new_packages.get(name)) {
             (Some(before), Some(after))
                 if before.version != after.version || before.source != after.source =>
             {
                 let direction = manifest::direction(&before.version, &after.version);
-                Change::Changed {
-                    old: describe(before),
-                    new: describe(after),
-                    direction,
+                let (mut shown_old, mut shown_new) = (describe(before), describe(after));
+                if shown_old == shown_new {
+                    // Same version from the same place: what differs is the artifact.
+                    shown_old = before.source.artifact();
+                    shown_new = after.source.artifact();
                 }
+                if let Some(hazard) = digest_hazard(before, after) {
+                    digests.push(hazard);
+                }
+                (
+                    Change::Changed {
+                        old: shown_old,
+                        new: shown_new,
+                        direction,
+                    },
+                    source_notes(&before.source, &after.source),
+                )
             }
             (Some(_), Some(_)) | (None, None) => continue,
-            (Some(before), None) => Change::Removed {
-                old: describe(before),
-            },
-            (None, Some(after)) => Change::Added {
-                new: describe(after),
-            },
+            (Some(before), None) => (
+                Change::Removed {
+                    old: describe(before),
+                },
+                Vec::new(),
+            ),
+            (None, Some(after)) => (
+                Change::Added {
+                    new: describe(after),
+                },
+                Vec::new(),
+            ),
         };
         entries.push(DiffEntry {
             section: Section::Resolution,
             subject: name.clone(),
             change,
-            notes: Vec::new(),
+            notes,
         });
     }
+    entries.extend(digests);
+}
+
+/// What a reader of `0.5.9 (git v0.5.9)` → `0.5.9 (git v0.5.10)` does not see: another
+/// repository or subdirectory.
+fn source_notes(before: &LockedSource, after: &LockedSource) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let (
+        LockedSource::Git {
+            url: old_url,
+            subdirectory: old_subdirectory,
+            ..
+        },
+        LockedSource::Git {
+            url: new_url,
+            subdirectory: new_subdirectory,
+            ..
+        },
+    ) = (before, after)
+    {
+        if old_url != new_url {
+            notes.push(format!("git repository: {old_url} → {new_url}"));
+        }
+        if old_subdirectory != new_subdirectory {
+            let show = |subdirectory: &Option<Line>| {
+                subdirectory
+                    .as_ref()
+                    .map_or_else(|| "the repository root".to_string(), ToString::to_string)
+            };
+            notes.push(format!(
+                "subdirectory: {} → {}",
+                show(old_subdirectory),
+                show(new_subdirectory)
+            ));
+        }
+    }
+    notes
+}
+
+/// A file of the same name with another recorded sha256: the release was uploaded
+/// again, or the lock was edited.
+fn digest_hazard(before: &LockedPackage, after: &LockedPackage) -> Option<DiffEntry> {
+    let (_, old_file, Some(old_sha256)) = before.index_file()? else {
+        return None;
+    };
+    let (index, new_file, Some(new_sha256)) = after.index_file()? else {
+        return None;
+    };
+    if old_file != new_file || old_sha256 == new_sha256 {
+        return None;
+    }
+    Some(hazard(
+        before.name.as_ref(),
+        format!("`{new_file}` has another sha256 than before"),
+        vec![
+            format!("sha256: {old_sha256} → {new_sha256}"),
+            format!(
+                "the release was uploaded again or the lock was edited: check the digest `{index}` serves before merging"
+            ),
+        ],
+    ))
 }
 
 fn toolkit_hazards(old: &Manifest, new: &Manifest, rules: &RuleSet, entries: &mut Vec<DiffEntry>) {
@@ -222,5 +314,62 @@ fn explicit_index_hazards(old: &Lock, new: &Lock, entries: &mut Vec<DiffEntry>) 
                 package.also_on_explicit[0]
             )],
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lock(packages: &str) -> Lock {
+        Lock::from_json(&format!(
+            r#"{{"schema": 1, "manifest": "t", "assumed": {{"python": "3.12", "implementation": "cpython", "glibc": "2.39", "arch": "x86_64", "gpu_arch": []}}, "packages": [{packages}]}}"#
+        ))
+        .unwrap()
+    }
+
+    /// Another repository at the same revision, and the same version from another
+    /// index, each show what moved; neither is a digest hazard.
+    #[test]
+    fn source_and_index_changes_show_what_moved() {
+        let old = lock(
+            r#"{"name": "app", "version": "1.0", "source": "git", "url": "https://example.invalid/a/app", "rev": "v1.0"},
+               {"name": "lib", "version": "2.0", "source": "index", "index": "default", "file": "lib-2.0-py3-none-any.whl", "sha256": "1111111111111111111111111111111111111111111111111111111111111111"}"#,
+        );
+        let new = lock(
+            r#"{"name": "app", "version": "1.0", "source": "git", "url": "https://example.invalid/b/app", "rev": "v1.0", "subdirectory": "python"},
+               {"name": "lib", "version": "2.0", "source": "index", "index": "mirror", "file": "lib-2.0-py3-none-any.whl", "sha256": "1111111111111111111111111111111111111111111111111111111111111111"}"#,
+        );
+        let mut entries = Vec::new();
+        closure_changes(&old, &new, &mut entries);
+        assert_eq!(entries.len(), 2, "{entries:#?}");
+        assert_eq!(
+            entries[0].change,
+            Change::Changed {
+                old: "git https://example.invalid/a/app@v1.0".to_string(),
+                new: "git https://example.invalid/b/app@v1.0 (python)".to_string(),
+                direction: None,
+            }
+        );
+        assert_eq!(
+            entries[0].notes,
+            [
+                "git repository: https://example.invalid/a/app → https://example.invalid/b/app",
+                "subdirectory: the repository root → python",
+            ]
+        );
+        assert_eq!(
+            entries[1].change,
+            Change::Changed {
+                old: "2.0 (default)".to_string(),
+                new: "2.0 (mirror)".to_string(),
+                direction: None,
+            }
+        );
+        assert!(
+            entries
+                .iter()
+                .all(|entry| entry.section == Section::Resolution)
+        );
     }
 }
