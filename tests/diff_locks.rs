@@ -250,11 +250,19 @@ fn a_new_digest_for_the_same_file_is_a_hazard() {
     ));
     assert_eq!(entries(&diff, "hazards").len(), 1, "{diff:#}");
 
-    // The manifest edited without a new lock: the lock is stale, and the diff says so.
+    // A comment keeps the lock fresh; a changed pin without a new lock stales it, and
+    // the diff names the change.
     std::fs::write(repo.join("m.yaml"), manifest(&format!("{NEW}  # edited\n"))).unwrap();
     let text = stdout(&upgrade_in(&repo, &["diff", "HEAD:m.yaml", "m.yaml"]));
+    assert!(!text.contains("is stale"), "{text}");
+    std::fs::write(
+        repo.join("m.yaml"),
+        manifest(&NEW.replace("==2.0.0", ">=2.0")),
+    )
+    .unwrap();
+    let text = stdout(&upgrade_in(&repo, &["diff", "HEAD:m.yaml", "m.yaml"]));
     assert!(
-        text.contains("note: the lock beside `m.yaml` was resolved from another version of the manifest; `upgrade lock m.yaml` refreshes it"),
+        text.contains("note: the lock beside `m.yaml` is stale (package numpy: ==2.0.0 → >=2.0); `upgrade lock m.yaml` refreshes it"),
         "{text}"
     );
 }

@@ -11,7 +11,7 @@ use crate::cli::{DiffArgs, DiffFormat};
 use crate::commands::{CommandError, ExitStatus};
 use crate::converge;
 use crate::index::{Snapshot, snapshot};
-use crate::manifest::{self, GitFile, Manifest, ManifestDiff, ManifestSource, Sha256};
+use crate::manifest::{self, GitFile, Manifest, ManifestDiff, ManifestSource};
 use crate::printer::Printer;
 use crate::report;
 use crate::resolve::{self, Lock, Outcome, TargetEnvironment};
@@ -19,7 +19,12 @@ use crate::rules::{DriverTable, RuleSet};
 
 /// Print the diff; with `--exit-code`, exit 1 when the manifests differ.
 pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
-    let snapshot = Snapshot::embedded()?;
+    // Each side without a lock is resolved on this snapshot when it records it; a diff
+    // never reaches an index, whatever `--live` says.
+    let snapshot = match &args.resolution.snapshot {
+        Some(path) => Snapshot::read(path)?,
+        None => Snapshot::embedded()?,
+    };
     let diff = semantic_diff(&args.old, &args.new, &snapshot)?;
     let text = match args.format {
         DiffFormat::Text => report::diff::text(&diff),
@@ -72,20 +77,19 @@ struct Side {
     path: PathBuf,
     manifest: Manifest,
     lock: Option<Lock>,
-    /// Whether the lock was resolved from another text of the manifest.
-    stale: bool,
+    /// What changed in the manifest since the lock was resolved (empty: fresh).
+    stale: Vec<String>,
 }
 
 impl Side {
     fn read(argument: &str) -> Result<Self, CommandError> {
         let source = ManifestSource::parse(argument);
-        let (manifest, text) = manifest::load_with_text(&source)?;
+        let (manifest, _) = manifest::load_with_text(&source)?;
         let lock = lock_beside(&source)?;
-        let stale = lock.as_ref().is_some_and(|lock| {
-            lock.manifest_sha256
-                .as_ref()
-                .is_some_and(|sha256| *sha256 != Sha256::of(text.as_bytes()))
-        });
+        let stale = lock
+            .as_ref()
+            .map(|lock| converge::stale(&manifest, lock))
+            .unwrap_or_default();
         let path = match &source {
             ManifestSource::Path(path) => path.clone(),
             ManifestSource::GitRevision { path, .. } => PathBuf::from(path),
@@ -109,9 +113,10 @@ impl Side {
     ) -> Option<Outcome> {
         let (argument, path) = (&self.argument, self.path.display());
         if let Some(lock) = &self.lock {
-            if self.stale {
+            if !self.stale.is_empty() {
                 notes.push(format!(
-                    "the lock beside `{argument}` was resolved from another version of the manifest; `upgrade lock {path}` refreshes it"
+                    "the lock beside `{argument}` is stale ({}); `upgrade lock {path}` refreshes it",
+                    self.stale.join("; ")
                 ));
             }
             return Some(Ok(lock.clone()));

@@ -35,7 +35,7 @@ pub use node::{
 };
 pub use pinned::{Saved, read_lock};
 pub use resolution::{
-    LockFile, LockMode, LockOrigin, ResolutionSettings, ResolvedOn, Source, covers, lock_for,
+    LockFile, LockMode, LockOrigin, ResolutionSettings, ResolvedOn, Source, lock_for,
     refresh_command, resolve_reporting, stale, stamp,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome, rollback_node};

@@ -8,8 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{ConvergeError, LiveOptions, Prepared};
-use crate::index::Universe;
-use crate::manifest::{Manifest, PackageOrigin};
+use crate::manifest::Manifest;
 use crate::resolve::inputs::LockInputs;
 use crate::resolve::{Lock, TargetEnvironment};
 
@@ -265,46 +264,10 @@ fn source_for(prepared: &Prepared) -> Result<ResolvedOn, ConvergeError> {
         Source::Live => ResolvedOn::Live,
         Source::Auto => {
             let embedded = crate::index::Snapshot::embedded()?;
-            match covers(&embedded.universe, &prepared.manifest) {
+            match crate::index::snapshot::covers(&embedded.universe, &prepared.manifest) {
                 Ok(()) => ResolvedOn::Embedded,
                 Err(_) => ResolvedOn::Live,
             }
         }
     })
-}
-
-/// Whether `universe` records every package `manifest` names from an index: a release
-/// matching its specifiers on its index (or on any open index); `Err` names the first
-/// that is not, e.g. `torch ==2.8.0`.
-pub fn covers(universe: &Universe, manifest: &Manifest) -> Result<(), String> {
-    for package in &manifest.packages {
-        let PackageOrigin::Index { specifiers, index } = &package.origin else {
-            continue;
-        };
-        let open: Vec<&str> = manifest
-            .indexes
-            .iter()
-            .filter(|entry| !entry.explicit)
-            .map(|entry| entry.name.as_str())
-            .collect();
-        let recorded = universe.indexes.iter().any(|contents| {
-            let serves = match index {
-                Some(index) => contents.name == *index,
-                None => open.contains(&contents.name.as_str()),
-            };
-            serves
-                && contents
-                    .packages
-                    .get(&package.name)
-                    .is_some_and(|releases| {
-                        releases
-                            .iter()
-                            .any(|release| specifiers.contains(&release.version))
-                    })
-        });
-        if !recorded {
-            return Err(format!("{} {specifiers}", package.name));
-        }
-    }
-    Ok(())
 }
