@@ -30,6 +30,7 @@ mod relax;
 mod report;
 mod request;
 mod unusable;
+mod version_identity;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -51,6 +52,7 @@ pub use request::{
     IndexPolicy, ManifestPin, Origin, PackageSelection, PrereleaseMode, Request, ResolveOptions,
     RootRequirement,
 };
+pub use version_identity::same_version;
 
 use pep440_rs::Version;
 use pubgrub::PubGrubError;
