@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::facts::{NodeFacts, ProbeRequest, ProbeScope};
 use crate::managed_block;
 use crate::manifest::redact_text;
+use crate::resolve::same_version;
 use crate::steps::{Operation, Placement, Step, Verification};
 use crate::transport::{
     CommandOutput, Expected, FileContent, NodeCommand, Stdin, Transport, WriteSpec, Written,
@@ -753,7 +754,11 @@ fn package_problems(
 ) -> Vec<String> {
     let mut problems: Vec<String> = expected
         .iter()
-        .filter(|(name, version)| found.get(&normalize(name)) != Some(version))
+        .filter(|(name, version)| {
+            !found
+                .get(&normalize(name))
+                .is_some_and(|found| same_version(found, version))
+        })
         .map(|(name, version)| match found.get(&normalize(name)) {
             Some(other) => format!("`{name}` is {other}, the lock says {version}"),
             None => format!("`{name}` is not installed (the lock says {version})"),
@@ -794,4 +799,40 @@ pub fn written_paths(step: &Step) -> Vec<PathBuf> {
             | Operation::GitBundle { .. } => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The check after an install reads `pip list`'s versions: a release spelled
+    /// otherwise than the lock spells it is the locked one; another release, or a build
+    /// without the locked local label, is a problem.
+    #[test]
+    fn installed_versions_match_the_lock_by_pep_440() {
+        let found: std::collections::BTreeMap<String, String> = [
+            ("cffi", "2.0.0"),
+            ("eggs", "1.0.0a1"),
+            ("ham", "1.0-post0"),
+            ("local", "1.0+UBUNTU-1"),
+            ("torch", "2.9.1"),
+        ]
+        .into_iter()
+        .map(|(name, version)| (name.to_string(), version.to_string()))
+        .collect();
+        let expected: Vec<(String, String)> = [
+            ("cffi", "2"),
+            ("eggs", "1.0alpha1"),
+            ("ham", "1.0.post0"),
+            ("local", "1.0+ubuntu.1"),
+            ("torch", "2.9.1+cu130"),
+        ]
+        .into_iter()
+        .map(|(name, version)| (name.to_string(), version.to_string()))
+        .collect();
+        assert_eq!(
+            package_problems(&found, &expected, &[]),
+            ["`torch` is 2.9.1, the lock says 2.9.1+cu130"]
+        );
+    }
 }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::facts::{InstalledPackage, NodeFacts, PackageOrigin, ProbeRequest, ProbeScope};
+use crate::resolve::same_version;
 use crate::transport::{Expected, Transport, TransportError, WriteSpec};
 
 use super::ExecError;
@@ -115,7 +116,11 @@ pub fn difference(
 ) -> (Vec<String>, Vec<String>) {
     let install = before
         .iter()
-        .filter(|(name, line)| current.get(*name) != Some(*line))
+        .filter(|(name, line)| {
+            !current
+                .get(*name)
+                .is_some_and(|current| same_pin(current, line))
+        })
         .map(|(_, line)| match line.split_once("==") {
             Some((name, version)) if !line.contains(" @ ") && !version.starts_with('=') => {
                 format!("{name}==={version}")
@@ -129,6 +134,23 @@ pub fn difference(
         .cloned()
         .collect();
     (install, remove)
+}
+
+/// Whether two freeze lines of one name hold the same thing: two `NAME==VERSION` pins
+/// of the same release by PEP 440 (`cffi==2` and `cffi==2.0.0`), anything else (an
+/// exact-string `===` pin, a direct URL) only as the identical line.
+fn same_pin(a: &str, b: &str) -> bool {
+    let pinned = |line: &str| {
+        line.split_once("==")
+            .filter(|(_, version)| !line.contains(" @ ") && !version.starts_with('='))
+            .map(|(name, version)| (name.to_string(), version.trim().to_string()))
+    };
+    match (pinned(a), pinned(b)) {
+        (Some((a_name, a_version)), Some((b_name, b_version))) => {
+            a_name == b_name && same_version(&a_version, &b_version)
+        }
+        _ => a == b,
+    }
 }
 
 #[cfg(test)]
@@ -145,6 +167,20 @@ mod tests {
         let (install, remove) = difference(&before, &current);
         assert_eq!(install, ["nvidia-cublas-cu12===12.8.4.1", "torch===2.9.1"]);
         assert_eq!(remove, ["nvidia-cublas"]);
+    }
+
+    #[test]
+    fn pins_of_one_release_spelled_otherwise_are_the_same() {
+        let before =
+            parse_freeze("cffi==2\nlegacy===1.0-custom-build\nrc==1.0alpha1\ntorch==2.9.1+CU130\n");
+        let current = parse_freeze(
+            "cffi==2.0.0\nlegacy===1.0-Custom-Build\nrc==1.0.0a1\ntorch==2.9.1+cu130\n",
+        );
+        let (install, remove) = difference(&before, &current);
+        assert_eq!(install, ["legacy===1.0-custom-build"]);
+        assert!(remove.is_empty(), "{remove:?}");
+        let (install, _) = difference(&parse_freeze("cffi==2.0.1\n"), &current);
+        assert_eq!(install, ["cffi===2.0.1"]);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::environment::TargetEnvironment;
 use super::lock::{Lock, LockedPackage, LockedSource};
+use super::version_identity::same_version;
 use crate::cuda::CudaVersion;
 use crate::index::tags::Glibc;
 
@@ -42,22 +43,27 @@ impl std::fmt::Display for LockDifference {
     }
 }
 
-/// A package's pin as one comparable line, e.g. `2.9.1+cu130 from pytorch-cu130
+/// A package's pin as one line, e.g. `2.9.1+cu130 from pytorch-cu130
 /// (torch-….whl sha256:ab…)`.
 fn pin(package: &LockedPackage) -> String {
+    format!("{}{}", package.version, pin_source(package))
+}
+
+/// A pin but for its version, e.g. `[srt] from pytorch-cu130 (torch-….whl sha256:ab…)`.
+fn pin_source(package: &LockedPackage) -> String {
     let artifact = package.source.artifact();
     match &package.source {
-        LockedSource::Index { index, .. } => format!(
-            "{}{} from {index} ({artifact})",
-            package.version,
-            package.extras_suffix()
-        ),
-        LockedSource::Git { .. } => format!(
-            "{}{} from {artifact}",
-            package.version,
-            package.extras_suffix()
-        ),
+        LockedSource::Index { index, .. } => {
+            format!("{} from {index} ({artifact})", package.extras_suffix())
+        }
+        LockedSource::Git { .. } => format!("{} from {artifact}", package.extras_suffix()),
     }
+}
+
+/// Whether two pins hold the same: the same release by PEP 440 (`2` and `2.0.0`), from
+/// the same source, file and digest, with the same extras.
+fn same_pin(a: &LockedPackage, b: &LockedPackage) -> bool {
+    same_version(&a.version.to_string(), &b.version.to_string()) && pin_source(a) == pin_source(b)
 }
 
 impl Lock {
@@ -105,25 +111,27 @@ impl Lock {
                 }
             }
         }
-        let locked: BTreeMap<&str, String> = self
-            .packages
-            .iter()
-            .map(|package| (package.name.as_ref(), pin(package)))
-            .collect();
-        let fresh: BTreeMap<&str, String> = now
-            .packages
-            .iter()
-            .map(|package| (package.name.as_ref(), pin(package)))
-            .collect();
+        fn by_name(lock: &Lock) -> BTreeMap<&str, &LockedPackage> {
+            lock.packages
+                .iter()
+                .map(|package| (package.name.as_ref(), package))
+                .collect()
+        }
+        let (locked, fresh) = (by_name(self), by_name(now));
         let names: std::collections::BTreeSet<&str> =
             locked.keys().chain(fresh.keys()).copied().collect();
         for name in names {
             let (before, after) = (locked.get(name), fresh.get(name));
-            if before != after {
+            let same = match (before, after) {
+                (Some(before), Some(after)) => same_pin(before, after),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
                 out.push(LockDifference {
                     what: name.to_string(),
-                    locked: before.cloned(),
-                    now: after.cloned(),
+                    locked: before.map(|package| pin(package)),
+                    now: after.map(|package| pin(package)),
                 });
             }
         }
@@ -232,6 +240,33 @@ mod tests {
     fn node(text: &str) -> TargetEnvironment {
         let facts: FactsFile = serde_json::from_str(text).unwrap();
         TargetEnvironment::from_facts(facts).unwrap()
+    }
+
+    /// A lock written with `cffi 2` matches a fresh resolution that spells the same
+    /// release `2.0.0`; another release, file or digest is a difference.
+    #[test]
+    fn a_release_spelled_otherwise_is_no_difference() {
+        let with = |version: &str, file: &str| {
+            let mut locked = lock(H200);
+            locked.packages = serde_json::from_str(&format!(
+                r#"[{{"name": "cffi", "version": "{version}", "source": "index", "index": "default", "file": "{file}", "sha256": "{}"}}]"#,
+                "ab".repeat(32)
+            ))
+            .unwrap();
+            locked
+        };
+        let file = "cffi-2.0.0-py3-none-any.whl";
+        assert_eq!(with("2", file).differences(&with("2.0.0", file)), []);
+        let other = with("2.0.1", "cffi-2.0.1-py3-none-any.whl");
+        let differences = with("2", file).differences(&other);
+        assert_eq!(differences.len(), 1, "{differences:?}");
+        assert_eq!(
+            differences[0].to_string(),
+            format!(
+                "cffi: locked 2 from default (cffi-2.0.0-py3-none-any.whl sha256:{ab}), now 2.0.1 from default (cffi-2.0.1-py3-none-any.whl sha256:{ab})",
+                ab = "ab".repeat(32)
+            )
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod relax;
 mod report;
 mod request;
 mod unusable;
+mod version_identity;
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -52,6 +53,7 @@ pub use request::{
     IndexPolicy, ManifestPin, Origin, PackageSelection, PrereleaseMode, Request, ResolveOptions,
     RootRequirement,
 };
+pub use version_identity::same_version;
 
 use pep440_rs::Version;
 use pubgrub::PubGrubError;
@@ -271,6 +273,19 @@ fn merge_conflicts(mut found: Vec<(u8, ConflictReport)>) -> ConflictReport {
     first
 }
 
+/// `version` as the file chosen for it spells it, e.g. `2.0.0` for a release recorded
+/// as `2` whose file is `cffi-2.0.0-….whl`. The universe keys releases by version, and
+/// PEP 440 holds `2` equal to `2.0.0`, so a release may carry any spelling of its
+/// version (a snapshot's `version` field, the first of its files a listing met); the
+/// lock names it as it was published. `version` itself when the file name gives no
+/// version or another one.
+fn as_the_file_spells_it(version: Version, filename: &str) -> Version {
+    match crate::index::filename::DistFilename::parse(filename) {
+        Ok(parsed) if *parsed.version() == version => parsed.version().clone(),
+        _ => version,
+    }
+}
+
 /// The lock of a successful resolution.
 fn lock_from(
     provider: &Provider<'_>,
@@ -320,6 +335,7 @@ fn lock_from(
             .filter_map(|extra| pep508_rs::ExtraName::from_str(extra).ok())
             .collect();
         package_extras.sort();
+        let mut version = version;
         let source = match provider.git_source(&name) {
             // The lock is shown and saved: never the URL's credentials.
             Some(git) => LockedSource::Git {
@@ -339,6 +355,7 @@ fn lock_from(
                     .map_err(|(reason, _)| ResolveError::Solver {
                         message: format!("`{name} {version}` was chosen but {reason}"),
                     })?;
+                version = as_the_file_spells_it(version, &file.file.filename);
                 LockedSource::Index {
                     index: line(provider.index_name_of(&name).unwrap_or_default())?,
                     file: DistFileName::new(file.file.filename.clone())

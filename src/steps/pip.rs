@@ -2,7 +2,8 @@
 //! locked files with `--no-deps --require-hashes` from each file's own index, and
 //! remove what the lock does not name.
 //!
-//! Versions compare with their local labels: `2.9.1` installed where the lock says
+//! Versions compare by PEP 440 ([`same_version`]) with their local labels: `2.0.0`
+//! installed where the lock says `2` is a match, `2.9.1` installed where the lock says
 //! `2.9.1+cu130` is drift (the default-torch swap), not a match.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,7 +13,7 @@ use serde::Serialize;
 
 use crate::facts::NodeFacts;
 use crate::manifest::has_credentials;
-use crate::resolve::{Lock, LockedSource};
+use crate::resolve::{Lock, LockedSource, same_version};
 use crate::transport::{INSTALL_BOUND, NodeCommand};
 
 use super::{
@@ -192,7 +193,11 @@ pub fn plan(
         let name = package.name.to_string();
         let version = package.version.to_string();
         expected.push((name.clone(), version.clone()));
-        if installed.get(&name).and_then(Option::as_deref) == Some(version.as_str()) {
+        if installed
+            .get(&name)
+            .and_then(Option::as_deref)
+            .is_some_and(|installed| same_version(installed, &version))
+        {
             continue;
         }
         packages.add(&name, installed.get(&name), &version);
@@ -401,6 +406,115 @@ mod tests {
     use super::*;
 
     const TOKEN: &str = "s3cr3t-t0ken";
+
+    /// The H200 fixture's facts with `freeze` as its installed packages.
+    fn facts_with(freeze: &str) -> NodeFacts {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/facts/h200.facts.json"
+        ))
+        .unwrap_or_else(|error| panic!("{error}"));
+        let mut facts: NodeFacts =
+            serde_json::from_str(&text).unwrap_or_else(|error| panic!("{error}"));
+        facts.packages =
+            crate::facts::parse_pip_freeze(freeze).unwrap_or_else(|error| panic!("{error}"));
+        facts
+    }
+
+    /// A lock of index packages `(name, version, file)`, each hashed.
+    fn lock_of(packages: &[(&str, &str, &str)]) -> Lock {
+        let packages: Vec<String> = packages
+            .iter()
+            .map(|(name, version, file)| {
+                format!(
+                    r#"{{"name": "{name}", "version": "{version}", "source": "index", "index": "local", "file": "{file}", "sha256": "{}"}}"#,
+                    "ab".repeat(32)
+                )
+            })
+            .collect();
+        serde_json::from_str(&format!(
+            r#"{{"schema": 1, "manifest": "m", "assumed": {{"python": "3.12.3", "implementation": "cpython", "glibc": "2.39", "arch": "x86_64", "gpu_arch": []}}, "packages": [{}]}}"#,
+            packages.join(", ")
+        ))
+        .unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// One version identity: the lock and the environment spell the same releases
+    /// otherwise (`2` and `2.0.0`, `1.0a1` and `1.0.0a1`, a local label's case and
+    /// separators), and the step installs nothing; another release is still an upgrade.
+    #[test]
+    fn a_release_spelled_otherwise_is_installed() {
+        let facts = facts_with(
+            "cffi==2.0.0\neggs==1.0.0a1\nham==1.0.post0\nlocal==1.0+ubuntu.1\ntorch==2.9.1+CU130\n",
+        );
+        let index_urls: BTreeMap<String, String> = [(
+            "local".to_string(),
+            "https://index.example.invalid/simple".to_string(),
+        )]
+        .into();
+        let plan_of = |lock: &Lock| {
+            plan(
+                lock,
+                Path::new("/opt/env/bin/python3"),
+                &facts,
+                &index_urls,
+                "upgrade index hash m.yaml",
+                false,
+                &Delivery {
+                    fetch: FetchMode::Node,
+                    installer: Installer::Pip,
+                },
+            )
+            .unwrap_or_else(|error| panic!("{error}"))
+        };
+        let same = lock_of(&[
+            ("cffi", "2", "cffi-2-py3-none-any.whl"),
+            ("eggs", "1.0a1", "eggs-1.0a1-py3-none-any.whl"),
+            ("ham", "1.0-post0", "ham-1.0.post0-py3-none-any.whl"),
+            (
+                "local",
+                "1.0+UBUNTU-1",
+                "local-1.0+ubuntu.1-py3-none-any.whl",
+            ),
+            (
+                "torch",
+                "2.9.1.0+cu130",
+                "torch-2.9.1+cu130-cp312-cp312-manylinux_2_28_x86_64.whl",
+            ),
+        ]);
+        let planned = plan_of(&same);
+        assert_eq!(planned.step.action, Action::NoOp, "{:?}", planned.packages);
+        assert!(planned.step.operations.is_empty());
+        let other = lock_of(&[
+            ("cffi", "2.0.1", "cffi-2.0.1-py3-none-any.whl"),
+            ("eggs", "1.0a1", "eggs-1.0a1-py3-none-any.whl"),
+            ("ham", "1.0.post0", "ham-1.0.post0-py3-none-any.whl"),
+            (
+                "local",
+                "1.0+ubuntu.1",
+                "local-1.0+ubuntu.1-py3-none-any.whl",
+            ),
+            (
+                "torch",
+                "2.9.1",
+                "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl",
+            ),
+        ]);
+        let planned = plan_of(&other);
+        let upgraded: Vec<(&str, Option<&str>)> = planned
+            .packages
+            .upgrade
+            .iter()
+            .chain(&planned.packages.downgrade)
+            .map(|change| (change.name.as_str(), change.to.as_deref()))
+            .collect();
+        assert_eq!(
+            upgraded,
+            [("cffi", Some("2.0.1")), ("torch", Some("2.9.1"))],
+            "{:?}",
+            planned.packages
+        );
+    }
 
     /// See: issue 9 — an index URL with credentials never reaches a command line.
     #[test]
