@@ -73,7 +73,11 @@ fn main() -> ExitCode {
     };
     let mut printer = printer.configured(verbosity, color);
     // `plan --detailed-exitcode` keeps 2 for "changes": every error exits 1.
-    let detailed = matches!(&cli.command, Command::Plan(args) if args.detailed_exitcode);
+    let detailed = match &cli.command {
+        Command::Plan(args) => args.detailed_exitcode,
+        Command::Status(args) => args.detailed_exitcode,
+        _ => false,
+    };
     // Every verb asked for `--format json` prints an object on stdout even on failure.
     let json = wants_json(&cli.command);
     match commands::run(cli, &mut printer) {
@@ -81,6 +85,9 @@ fn main() -> ExitCode {
         Err(error) => {
             let error = error.verbose(printer.verbose());
             let _ = printer.error(&report::error_chain(&error));
+            if let Some(hint) = error.hint() {
+                let _ = printer.problems(&format!("hint: {hint}\n"));
+            }
             let status = if detailed {
                 ExitStatus::Failure
             } else {

@@ -293,4 +293,20 @@ impl CommandError {
             Self::Unresolvable { .. } => ExitStatus::Unresolvable,
         }
     }
+
+    /// What to do about it, where the error alone does not say: a live resolution that
+    /// could not reach an index points at the lock every verb reads offline.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Self::Live(error)
+                if matches!(**error, crate::resolve::LiveError::Client { .. }) =>
+            {
+                Some(
+                    "the embedded snapshot records only the shipped stacks, so this manifest is resolved live; run `upgrade lock MANIFEST` where its indexes are reachable and keep the lock beside the manifest: every verb reads it then, with no network (`--offline` uses only the cache, `--snapshot FILE` a recorded snapshot)"
+                        .to_string(),
+                )
+            }
+            _ => None,
+        }
+    }
 }
