@@ -264,7 +264,9 @@ mod tests {
     fn user_files_are_checked_like_the_embedded_ones_with_file_and_line() {
         let dir = dir_with(&[(
             "cuda-updates.yaml",
-            &format!("{UPDATE_13_4_0}  - update: \"13.4.0\"\n    nvcc: \"13.4.48\"\n    source: https://x\n    checked: x\n"),
+            &format!(
+                "{UPDATE_13_4_0}  - update: \"13.4.0\"\n    nvcc: \"13.4.48\"\n    source: https://x\n    checked: x\n"
+            ),
         )]);
         let error = RuleSet::load(Some(dir.path())).unwrap_err().to_string();
         let file = dir.path().join("cuda-updates.yaml").display().to_string();
@@ -295,7 +297,11 @@ mod tests {
         let dir = dir_with(&[("cuda-drivers.yaml", "schema: 1\n"), (".swp", "")]);
         let error = RuleSet::load(Some(dir.path())).unwrap_err();
         assert!(matches!(error, RulesError::UnknownFile { .. }), "{error}");
-        assert!(error.to_string().contains("cuda-drivers.yaml: not a rule file"));
+        assert!(
+            error
+                .to_string()
+                .contains("cuda-drivers.yaml: not a rule file")
+        );
         let missing = dir.path().join("nowhere");
         let error = RuleSet::load(Some(missing.as_path())).unwrap_err();
         assert!(matches!(error, RulesError::ReadDir { .. }), "{error}");
