@@ -37,7 +37,7 @@ pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     let manifest = &prepared.manifest;
     let file = args.manifest.display().to_string();
     let environment = super::node::environment(manifest, args.facts.as_deref())?;
-    let rules = RuleSet::embedded()?;
+    let rules = RuleSet::load(manifest.rules.as_deref())?;
     let resolved = match super::live_options(&args.live)? {
         Some(options) => {
             match converge::live_lock(&args.manifest, manifest, &environment, &rules, &options) {
