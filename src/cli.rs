@@ -695,6 +695,11 @@ pub struct ValidateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ValidateFormat::Text)]
     pub format: ValidateFormat,
+    /// A rules directory laid over the embedded rule tables and each manifest's `rules:`
+    /// (any of abi-pins.yaml, cuda-arch.yaml, cuda-driver.yaml, cuda-runtime.yaml,
+    /// cuda-updates.yaml): the toolkit releases and GPU architectures it adds are known.
+    #[arg(long, value_name = "DIR")]
+    pub rules: Option<PathBuf>,
 }
 
 /// Output of `validate`.

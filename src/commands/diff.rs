@@ -15,7 +15,7 @@ use crate::manifest::{self, GitFile, Manifest, ManifestDiff, ManifestSource};
 use crate::printer::Printer;
 use crate::report;
 use crate::resolve::{self, Lock, Outcome, TargetEnvironment};
-use crate::rules::{DriverTable, RuleSet};
+use crate::rules::RuleSet;
 
 /// Print the diff; with `--exit-code`, exit 1 when the manifests differ.
 pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
@@ -25,7 +25,8 @@ pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         Some(path) => Snapshot::read(path)?,
         None => Snapshot::embedded()?,
     };
-    let diff = semantic_diff(&args.old, &args.new, &snapshot)?;
+    let rules = RuleSet::load(args.resolution.rules.as_deref())?;
+    let diff = semantic_diff(&args.old, &args.new, &snapshot, &rules)?;
     let text = match args.format {
         DiffFormat::Text => report::diff::text(&diff),
         DiffFormat::Markdown => report::diff::markdown(&diff),
@@ -46,24 +47,29 @@ pub fn semantic_diff(
     old: &str,
     new: &str,
     snapshot: &Snapshot,
+    rules: &RuleSet,
 ) -> Result<ManifestDiff, CommandError> {
     let old_side = Side::read(old)?;
     let new_side = Side::read(new)?;
-    let drivers = DriverTable::embedded()?;
-    let mut diff = manifest::diff(&old_side.manifest, &new_side.manifest, old, new, &drivers);
+    let mut diff = manifest::diff(
+        &old_side.manifest,
+        &new_side.manifest,
+        old,
+        new,
+        &rules.drivers,
+    );
     let both_locked = old_side.lock.is_some() && new_side.lock.is_some();
     if diff.is_empty() && !both_locked {
         return Ok(diff);
     }
-    let rules = RuleSet::embedded()?;
-    let old_outcome = old_side.outcome(snapshot, &rules, &mut diff.notes);
-    let new_outcome = new_side.outcome(snapshot, &rules, &mut diff.notes);
+    let old_outcome = old_side.outcome(snapshot, rules, &mut diff.notes);
+    let new_outcome = new_side.outcome(snapshot, rules, &mut diff.notes);
     diff.entries.extend(resolve::resolution_entries(
         &old_side.manifest,
         &new_side.manifest,
         old_outcome.as_ref(),
         new_outcome.as_ref(),
-        &rules,
+        rules,
     ));
     diff.entries.sort_by_key(|entry| entry.section);
     Ok(diff)

@@ -1,16 +1,24 @@
-//! `upgrade validate MANIFEST...`: load each manifest and report every located problem.
+//! `upgrade validate MANIFEST... [--rules DIR]`: load each manifest and report every
+//! located problem, checking its values against the rule tables (embedded, the
+//! manifest's `rules:` directory, then `--rules DIR`).
 
 use crate::cli::{ValidateArgs, ValidateFormat};
 use crate::commands::{CommandError, ExitStatus};
 use crate::manifest::{self, ManifestError};
 use crate::printer::Printer;
 use crate::report;
+use crate::rules::RuleSet;
 
 /// Validate every manifest named; exit 2 if any is invalid.
 pub fn run(args: &ValidateArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
+    // `--rules DIR` is one for every manifest: a directory that does not load is an
+    // error of the command, not of each file.
+    if let Some(dir) = &args.rules {
+        RuleSet::load(Some(dir.as_path()))?;
+    }
     let mut results = Vec::new();
     for path in &args.manifests {
-        let outcome = match manifest::validate_file(path) {
+        let outcome = match manifest::validate_file(path, args.rules.as_deref()) {
             Ok(_) => report::validate::Outcome::Valid,
             Err(ManifestError::Invalid { diagnostics, .. }) => {
                 report::validate::Outcome::Invalid(diagnostics)

@@ -206,9 +206,17 @@ pub fn load(path: &Path, settings: ResolutionSettings) -> Result<Prepared, Conve
         .lock_file
         .clone()
         .unwrap_or_else(|| crate::resolve::lock_path_beside(path));
+    // The manifest's `rules:`, then `--rules`: the last one laid over wins.
+    let rules = RuleSet::load(
+        manifest
+            .rules
+            .iter()
+            .chain(settings.rules.iter())
+            .map(PathBuf::as_path),
+    )?;
     Ok(Prepared {
         sha256: crate::manifest::Sha256::of(text.as_bytes()),
-        rules: Arc::new(RuleSet::embedded()?),
+        rules: Arc::new(rules),
         manifest,
         path: path.to_path_buf(),
         env: Vec::new(),

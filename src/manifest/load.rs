@@ -7,7 +7,7 @@
 //! This file reads the text and holds the [`Checker`] with the checks every section
 //! shares (types, strings, paths, unknown keys); each top-level section has its
 //! validator in its own file under `load/` (`target`, `toolkit`, `indexes`, `packages`,
-//! `pins` for `overrides` and `constraints`, `ldconfig`, `env`, `verify`), an
+//! `pins` for `overrides` and `constraints`, `ldconfig`, `env`, `verify`, `rules`), an
 //! `impl Checker` block that [`Checker::manifest`] calls. A new section is a new file,
 //! a key in `TOP_KEYS` and one line in `manifest`.
 
@@ -35,6 +35,7 @@ mod indexes;
 mod ldconfig;
 mod packages;
 mod pins;
+mod rules;
 mod service;
 mod target;
 mod toolkit;
@@ -239,17 +240,28 @@ pub fn load_file(path: &Path) -> Result<Manifest, ManifestError> {
 
 /// `upgrade validate`'s load: [`load_file`] plus the checks of what only the manifest's
 /// own description of the node contradicts (`target.driver` below the toolkit's
-/// minimum driver). A node's facts replace `target.driver` when a plan probes it, so
+/// minimum driver), and of values the rule tables do not know (a `toolkit.version`
+/// NVIDIA never released, a `target.gpu_arch` no GPU has). The tables are the embedded
+/// ones with the manifest's `rules:` directory and then `rules` (`validate --rules DIR`)
+/// laid over them. A node's facts replace `target.driver` when a plan probes it, so
 /// `plan` and `apply` do not refuse such a manifest; the resolver explains the
 /// conflict where it applies.
-pub fn validate_file(path: &Path) -> Result<Manifest, ManifestError> {
+pub fn validate_file(path: &Path, rules: Option<&Path>) -> Result<Manifest, ManifestError> {
     let text = read_text(path)?;
     load_checked(
         &text,
         &path.display().to_string(),
         Some(&base_dir(path)),
-        true,
+        Some(Validate { rules }),
     )
+}
+
+/// What `validate` adds to a load: the checks of the manifest's own node description
+/// and of values the rule tables do not know.
+#[derive(Debug, Clone, Copy)]
+struct Validate<'a> {
+    /// A user rules directory laid over the manifest's (`validate --rules DIR`).
+    rules: Option<&'a Path>,
 }
 
 /// Load a manifest from text. `file` names it in diagnostics; `base_dir`, when given,
@@ -259,17 +271,21 @@ pub fn load_str(
     file: &str,
     base_dir: Option<&Path>,
 ) -> Result<Manifest, ManifestError> {
-    load_checked(text, file, base_dir, false)
+    load_checked(text, file, base_dir, None)
 }
 
 fn load_checked(
     text: &str,
     file: &str,
     base_dir: Option<&Path>,
-    validate: bool,
+    validate: Option<Validate<'_>>,
 ) -> Result<Manifest, ManifestError> {
     let mut checker = Checker {
-        validate,
+        validate: validate.is_some(),
+        extra_rules: validate.and_then(|validate| validate.rules.map(Path::to_path_buf)),
+        rules_dir: None,
+        rule_set: None,
+        arch_spans: Vec::new(),
         file: file.to_string(),
         base_dir: base_dir.map(Path::to_path_buf),
         diagnostics: Vec::new(),
@@ -312,6 +328,7 @@ const TOP_KEYS: &[&str] = &[
     "description",
     "upgrade",
     "prereleases",
+    "rules",
     "target",
     "toolkit",
     "indexes",
@@ -332,8 +349,17 @@ struct Checker {
     index_spans: HashMap<PackageName, Span>,
     /// Where keys that later checks compare were written, e.g. `toolkit.version`.
     spans: HashMap<&'static str, Span>,
-    /// `upgrade validate`: also the checks of the manifest's own node description.
+    /// `upgrade validate`: also the checks of the manifest's own node description and of
+    /// values the rule tables do not know.
     validate: bool,
+    /// `validate --rules DIR`: laid over the manifest's `rules:`.
+    extra_rules: Option<PathBuf>,
+    /// The manifest's `rules:` directory, resolved against its directory.
+    rules_dir: Option<PathBuf>,
+    /// The rule tables, once a check needed them (`None` inside: they did not load).
+    rule_set: Option<Option<crate::rules::RuleSet>>,
+    /// Each `target.gpu_arch` entry and where it was written.
+    arch_spans: Vec<(GpuArch, Span)>,
 }
 
 /// The entries of one mapping, consumed key by key; what is left is unknown.
@@ -650,6 +676,8 @@ impl Checker {
         let prereleases = fields
             .take("prereleases")
             .and_then(|node| self.parsed::<Prereleases>(node, "prereleases"));
+        let rules = fields.take("rules").and_then(|node| self.rules_dir(node));
+        self.rules_dir.clone_from(&rules);
         let target = self
             .require(&mut fields, "target")
             .and_then(|node| self.target(node));
@@ -690,12 +718,16 @@ impl Checker {
 
         self.check_references(&indexes, &packages);
         self.check_toolkit_consistency(target.as_ref(), toolkit.as_ref());
+        if self.validate {
+            self.check_known_values(toolkit.as_ref());
+        }
         schema?;
         Some(Manifest {
             name: name?,
             description,
             upgrade,
             prereleases: prereleases.unwrap_or_default(),
+            rules,
             target: target?,
             toolkit,
             indexes,

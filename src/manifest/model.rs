@@ -34,6 +34,10 @@ pub struct Manifest {
     pub upgrade: Option<semver::VersionReq>,
     /// When pre-releases and dev releases may be chosen, e.g. `allow`.
     pub prereleases: Prereleases,
+    /// A user rules directory laid over the embedded rule tables (`rules:`): absolute, or
+    /// resolved against the manifest's directory, e.g. `manifests/site-rules`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rules: Option<PathBuf>,
     /// The environment being converged.
     pub target: Target,
     /// The CUDA toolkit to install, if any.

@@ -175,7 +175,8 @@ fn cuda_findings(
                 FindingKind::Note,
                 Some(key),
                 format!(
-                    "`{name} {version}`: no row of `{CUDA_RUNTIME_FILE}` says which CUDA runtime it carries; assumed CUDA-independent (add a row if it carries one)"
+                    "`{name} {version}`: no row of `{CUDA_RUNTIME_FILE}` says which CUDA runtime it carries; assumed CUDA-independent (if it carries one, {})",
+                    crate::rules::add_row_hint(crate::rules::file_name(CUDA_RUNTIME_FILE))
                 ),
             ));
             continue;

@@ -10,6 +10,7 @@ use pep508_rs::{PackageName, Requirement};
 use serde::Deserialize;
 
 use super::error::RulesError;
+use super::file::{At, Parsed, layer};
 use super::runtime::specifiers_text;
 
 /// The rule file, as embedded in the binary.
@@ -20,7 +21,9 @@ pub(super) const ABI_PINS_YAML: &str = include_str!("../../manifests/rules/abi-p
 #[serde(deny_unknown_fields)]
 struct AbiFile {
     schema: u32,
+    #[serde(default)]
     abi_pins: Vec<AbiPinEntry>,
+    #[serde(default)]
     version_locks: Vec<VersionLock>,
 }
 
@@ -72,10 +75,78 @@ pub struct AbiRules {
     locks: Vec<VersionLock>,
 }
 
+/// The rows of one or more ABI files, each with where it was written.
+#[derive(Debug)]
+pub(super) struct AbiLayer {
+    pins: Vec<(AbiPin, At)>,
+    locks: Vec<(VersionLock, At)>,
+}
+
+impl AbiLayer {
+    /// Parse one file, with the checks of a file on its own.
+    pub(super) fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        let mut parsed: Parsed<AbiFile> = super::file::parse(text, file)?;
+        let entries = std::mem::take(&mut parsed.value.abi_pins);
+        let locks = std::mem::take(&mut parsed.value.version_locks);
+        let mut pins = Vec::new();
+        for (entry, at) in parsed.rows("abi_pins", entries) {
+            let requires = Requirement::from_str(&entry.requires).map_err(|error| {
+                at.invalid(format!(
+                    "`{}` is not a requirement: {error}",
+                    entry.requires
+                ))
+            })?;
+            pins.push((
+                AbiPin {
+                    package: entry.package,
+                    versions: entry.versions,
+                    requires,
+                    reason: entry
+                        .reason
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    source: entry.source,
+                },
+                at,
+            ));
+        }
+        Ok(Self {
+            pins,
+            locks: parsed.rows("version_locks", locks),
+        })
+    }
+
+    /// Lay a user's rows over these: the pin of the same package and versions, or the
+    /// lock of the same package, is replaced.
+    pub(super) fn layer(&mut self, over: Self) {
+        layer(
+            &mut self.pins,
+            over.pins,
+            |pin| (pin.package.clone(), pin.versions.to_string()),
+            false,
+        );
+        layer(
+            &mut self.locks,
+            over.locks,
+            |lock| lock.package.clone(),
+            false,
+        );
+    }
+
+    /// The rules.
+    pub(super) fn build(self) -> AbiRules {
+        AbiRules {
+            pins: self.pins.into_iter().map(|(pin, _)| pin).collect(),
+            locks: self.locks.into_iter().map(|(lock, _)| lock).collect(),
+        }
+    }
+}
+
 impl AbiRules {
-    /// The rules shipped in the binary.
+    /// The rules shipped in the binary, from the one parse of them ([`super::RuleSet::embedded`]).
     pub fn embedded() -> Result<Self, RulesError> {
-        Self::parse(ABI_PINS_YAML, ABI_PINS_FILE)
+        Ok(super::RuleSet::embedded()?.abi)
     }
 
     /// No rules.
@@ -88,30 +159,7 @@ impl AbiRules {
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: AbiFile = super::file::parse(text, file)?;
-        let mut pins = Vec::new();
-        for entry in parsed.abi_pins {
-            let requires =
-                Requirement::from_str(&entry.requires).map_err(|error| RulesError::Invalid {
-                    file: file.to_string(),
-                    message: format!("`{}` is not a requirement: {error}", entry.requires),
-                })?;
-            pins.push(AbiPin {
-                package: entry.package,
-                versions: entry.versions,
-                requires,
-                reason: entry
-                    .reason
-                    .split_whitespace()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                source: entry.source,
-            });
-        }
-        Ok(Self {
-            pins,
-            locks: parsed.version_locks,
-        })
+        Ok(AbiLayer::parse(text, file)?.build())
     }
 
     /// The ABI pins that apply to `name version`, e.g. sgl-kernel `0.3.21+cu130`.

@@ -5,6 +5,7 @@
 use serde::Deserialize;
 
 use super::error::RulesError;
+use super::file::{At, Parsed, duplicate, layer};
 use crate::cuda::{CudaVersion, GpuArch};
 
 /// The rule file, as embedded in the binary.
@@ -15,8 +16,11 @@ pub(super) const CUDA_ARCH_YAML: &str = include_str!("../../manifests/rules/cuda
 #[serde(deny_unknown_fields)]
 struct ArchFile {
     schema: u32,
+    #[serde(default)]
     architectures: Vec<KnownArch>,
+    #[serde(default)]
     renamed: Vec<RenamedArch>,
+    #[serde(default)]
     toolkits: Vec<ArchSupport>,
 }
 
@@ -84,47 +88,103 @@ pub struct ArchTable {
     rows: Vec<ArchSupport>,
 }
 
-impl ArchTable {
-    /// The table shipped in the binary.
-    pub fn embedded() -> Result<Self, RulesError> {
-        Self::parse(CUDA_ARCH_YAML, CUDA_ARCH_FILE)
+/// The rows of one or more architecture files, each with where it was written, before
+/// the checks of the whole table.
+#[derive(Debug)]
+pub(super) struct ArchLayer {
+    known: Vec<(KnownArch, At)>,
+    renamed: Vec<(RenamedArch, At)>,
+    rows: Vec<(ArchSupport, At)>,
+}
+
+impl ArchLayer {
+    /// Parse one file, with the checks of a file on its own.
+    pub(super) fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        let mut parsed: Parsed<ArchFile> = super::file::parse(text, file)?;
+        let known = std::mem::take(&mut parsed.value.architectures);
+        let renamed = std::mem::take(&mut parsed.value.renamed);
+        let rows = std::mem::take(&mut parsed.value.toolkits);
+        let layer = Self {
+            known: parsed.rows("architectures", known),
+            renamed: parsed.rows("renamed", renamed),
+            rows: parsed.rows("toolkits", rows),
+        };
+        if let Some((row, at)) = duplicate(&layer.rows, |row| row.toolkit.release()) {
+            return Err(at.invalid(format!("toolkit `{}` is listed twice", row.toolkit)));
+        }
+        if let Some((arch, at)) = duplicate(&layer.known, |arch| arch.name) {
+            return Err(at.invalid(format!("architecture `{}` is listed twice", arch.name)));
+        }
+        if let Some((arch, at)) = layer
+            .known
+            .iter()
+            .find(|(arch, _)| arch.name.variant().is_some())
+        {
+            return Err(at.invalid(format!(
+                "`{}` is a compilation target, not a GPU: `architectures:` lists devices, e.g. `{}`",
+                arch.name,
+                device_of(&arch.name)
+            )));
+        }
+        Ok(layer)
     }
 
-    /// Parse a rule file's text.
-    pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: ArchFile = super::file::parse(text, file)?;
-        let mut rows = parsed.toolkits;
-        rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
-        let invalid = |message: String| RulesError::Invalid {
-            file: file.to_string(),
-            message,
-        };
-        for pair in rows.windows(2) {
-            if pair[0].toolkit == pair[1].toolkit {
-                return Err(invalid(format!(
-                    "toolkit `{}` is listed twice",
-                    pair[0].toolkit
-                )));
-            }
-        }
-        let table = Self {
-            known: parsed.architectures,
-            renamed: parsed.renamed,
-            rows,
-        };
-        for row in &table.rows {
+    /// Lay a user's rows over these: the architecture, rename or release line of the
+    /// same name is replaced.
+    pub(super) fn layer(&mut self, over: Self) {
+        layer(&mut self.known, over.known, |arch| arch.name, false);
+        layer(
+            &mut self.renamed,
+            over.renamed,
+            |renamed| renamed.name,
+            false,
+        );
+        layer(
+            &mut self.rows,
+            over.rows,
+            |row| row.toolkit.release(),
+            false,
+        );
+    }
+
+    /// The table: every architecture a release line names is a known one.
+    pub(super) fn build(self) -> Result<ArchTable, RulesError> {
+        let known: Vec<KnownArch> = self.known.into_iter().map(|(arch, _)| arch).collect();
+        for (row, at) in &self.rows {
             if let Some(arch) = row
                 .arches
                 .iter()
-                .find(|arch| table.known(&device_of(arch)).is_none())
+                .find(|arch| !known.iter().any(|known| known.name == device_of(arch)))
             {
-                return Err(invalid(format!(
+                return Err(at.invalid(format!(
                     "toolkit `{}` names `{arch}`, which is not under `architectures:`",
                     row.toolkit
                 )));
             }
         }
-        Ok(table)
+        let mut rows: Vec<ArchSupport> = self.rows.into_iter().map(|(row, _)| row).collect();
+        rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
+        Ok(ArchTable {
+            known,
+            renamed: self
+                .renamed
+                .into_iter()
+                .map(|(renamed, _)| renamed)
+                .collect(),
+            rows,
+        })
+    }
+}
+
+impl ArchTable {
+    /// The table shipped in the binary, from the one parse of them ([`super::RuleSet::embedded`]).
+    pub fn embedded() -> Result<Self, RulesError> {
+        Ok(super::RuleSet::embedded()?.arches)
+    }
+
+    /// Parse a rule file's text.
+    pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        ArchLayer::parse(text, file)?.build()
     }
 
     /// The row of `toolkit`'s release line, e.g. 13.0.1 → the 13.0 row; `None` when the
@@ -144,6 +204,11 @@ impl ArchTable {
         self.renamed
             .iter()
             .find(|renamed| renamed.name == *arch && toolkit.release() >= renamed.from)
+    }
+
+    /// Every real architecture, as listed.
+    pub fn architectures(&self) -> &[KnownArch] {
+        &self.known
     }
 
     /// All rows, ordered by release line.

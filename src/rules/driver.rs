@@ -3,6 +3,7 @@
 use serde::Deserialize;
 
 use super::error::RulesError;
+use super::file::{At, Parsed, duplicate, layer};
 use crate::cuda::{CudaVersion, DriverVersion};
 
 /// The rule file, as embedded in the binary.
@@ -13,6 +14,7 @@ pub(super) const CUDA_DRIVER_YAML: &str = include_str!("../../manifests/rules/cu
 #[serde(deny_unknown_fields)]
 struct DriverFile {
     schema: u32,
+    #[serde(default)]
     driver_minimums: Vec<DriverMinimum>,
 }
 
@@ -41,26 +43,47 @@ pub struct DriverTable {
     rows: Vec<DriverMinimum>,
 }
 
+/// The rows of one or more driver files, each with where it was written, before the
+/// checks of the whole table.
+#[derive(Debug)]
+pub(super) struct DriverLayer {
+    rows: Vec<(DriverMinimum, At)>,
+}
+
+impl DriverLayer {
+    /// Parse one file, with the checks of a file on its own.
+    pub(super) fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        let mut parsed: Parsed<DriverFile> = super::file::parse(text, file)?;
+        let rows = std::mem::take(&mut parsed.value.driver_minimums);
+        let rows = parsed.rows("driver_minimums", rows);
+        if let Some((row, at)) = duplicate(&rows, |row| row.toolkit.clone()) {
+            return Err(at.invalid(format!("toolkit `{}` is listed twice", row.toolkit)));
+        }
+        Ok(Self { rows })
+    }
+
+    /// Lay a user's rows over these: the row of the same toolkit is replaced.
+    pub(super) fn layer(&mut self, over: Self) {
+        layer(&mut self.rows, over.rows, |row| row.toolkit.clone(), false);
+    }
+
+    /// The table.
+    pub(super) fn build(self) -> Result<DriverTable, RulesError> {
+        let mut rows: Vec<DriverMinimum> = self.rows.into_iter().map(|(row, _)| row).collect();
+        rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
+        Ok(DriverTable { rows })
+    }
+}
+
 impl DriverTable {
-    /// The table shipped in the binary.
+    /// The table shipped in the binary, from the one parse of them ([`super::RuleSet::embedded`]).
     pub fn embedded() -> Result<Self, RulesError> {
-        Self::parse(CUDA_DRIVER_YAML, CUDA_DRIVER_FILE)
+        Ok(super::RuleSet::embedded()?.drivers)
     }
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: DriverFile = super::file::parse(text, file)?;
-        let mut rows = parsed.driver_minimums;
-        rows.sort_by(|a, b| a.toolkit.cmp(&b.toolkit));
-        for pair in rows.windows(2) {
-            if pair[0].toolkit == pair[1].toolkit {
-                return Err(RulesError::Invalid {
-                    file: file.to_string(),
-                    message: format!("toolkit `{}` is listed twice", pair[0].toolkit),
-                });
-            }
-        }
-        Ok(Self { rows })
+        DriverLayer::parse(text, file)?.build()
     }
 
     /// The minimum driver for `toolkit`, e.g. 13.0.1 → 580.82.07 (`13.0` is `13.0.0`).

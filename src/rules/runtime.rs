@@ -8,6 +8,7 @@ use pep508_rs::PackageName;
 use serde::Deserialize;
 
 use super::error::RulesError;
+use super::file::{At, Parsed, duplicate, layer};
 use crate::cuda::DriverVersion;
 
 /// The rule file, as embedded in the binary.
@@ -18,9 +19,13 @@ pub(super) const CUDA_RUNTIME_YAML: &str = include_str!("../../manifests/rules/c
 #[serde(deny_unknown_fields)]
 struct RuntimeFile {
     schema: u32,
+    #[serde(default)]
     majors: Vec<MajorRule>,
-    local_labels: LocalLabelPolicy,
+    #[serde(default)]
+    local_labels: Option<LocalLabelPolicy>,
+    #[serde(default)]
     families: Vec<FamilyRuleEntry>,
+    #[serde(default)]
     cuda_independent: Vec<IndependentPackage>,
 }
 
@@ -124,10 +129,122 @@ pub struct RuntimeRules {
     independent: Vec<IndependentPackage>,
 }
 
+/// The rows of one or more runtime files, each with where it was written, before the
+/// checks of the whole table.
+#[derive(Debug)]
+pub(super) struct RuntimeLayer {
+    majors: Vec<(MajorRule, At)>,
+    labels: Option<LocalLabelPolicy>,
+    families: Vec<(FamilyRule, At)>,
+    independent: Vec<(IndependentPackage, At)>,
+    file: String,
+}
+
+impl RuntimeLayer {
+    /// Parse one file, with the checks of a file on its own.
+    pub(super) fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        let mut parsed: Parsed<RuntimeFile> = super::file::parse(text, file)?;
+        let majors = std::mem::take(&mut parsed.value.majors);
+        let families = std::mem::take(&mut parsed.value.families);
+        let independent = std::mem::take(&mut parsed.value.cuda_independent);
+        let families: Vec<(FamilyRule, At)> = parsed
+            .rows("families", families)
+            .into_iter()
+            .map(|(entry, at)| {
+                (
+                    FamilyRule {
+                        packages: entry.packages,
+                        versions: entry.versions,
+                        major: entry.major,
+                        source: entry.source,
+                    },
+                    at,
+                )
+            })
+            .collect();
+        let layer = Self {
+            majors: parsed.rows("majors", majors),
+            labels: parsed.value.local_labels.take(),
+            families,
+            independent: parsed.rows("cuda_independent", independent),
+            file: file.to_string(),
+        };
+        if let Some((row, at)) = duplicate(&layer.majors, |row| row.major) {
+            return Err(at.invalid(format!(
+                "CUDA {} is listed twice under `majors:`",
+                row.major
+            )));
+        }
+        if let Some((family, at)) = layer
+            .families
+            .iter()
+            .find(|(family, _)| family.packages.matches('*').count() > 1)
+        {
+            return Err(at.invalid(format!(
+                "pattern `{}` has more than one `*`",
+                family.packages
+            )));
+        }
+        Ok(layer)
+    }
+
+    /// Lay a user's rows over these: the major, family (pattern and versions) or package
+    /// of the same key is replaced, and a user's `local_labels:` replaces the policy. A
+    /// user's new families come first: the first family that names a project decides.
+    pub(super) fn layer(&mut self, over: Self) {
+        layer(&mut self.majors, over.majors, |row| row.major, false);
+        layer(&mut self.families, over.families, family_key, true);
+        layer(
+            &mut self.independent,
+            over.independent,
+            |entry| entry.package.clone(),
+            false,
+        );
+        if over.labels.is_some() {
+            self.labels = over.labels;
+        }
+    }
+
+    /// The rules: every family names a CUDA major with a row.
+    pub(super) fn build(self) -> Result<RuntimeRules, RulesError> {
+        let Some(labels) = self.labels else {
+            return Err(RulesError::Invalid {
+                file: self.file,
+                line: 1,
+                message:
+                    "missing `local_labels:`, where the `+cuXYZ` label convention is documented"
+                        .to_string(),
+            });
+        };
+        for (family, at) in &self.families {
+            if !self.majors.iter().any(|(row, _)| row.major == family.major) {
+                return Err(at.invalid(format!(
+                    "family `{}` names CUDA {}, which has no row under `majors:`",
+                    family.packages, family.major
+                )));
+            }
+        }
+        Ok(RuntimeRules {
+            majors: self.majors.into_iter().map(|(row, _)| row).collect(),
+            labels: Some(labels),
+            families: self.families.into_iter().map(|(row, _)| row).collect(),
+            independent: self.independent.into_iter().map(|(row, _)| row).collect(),
+        })
+    }
+}
+
+/// A family's key: its pattern and version range, e.g. `nvidia-cufft` `>=12,<13`.
+fn family_key(family: &FamilyRule) -> (String, Option<String>) {
+    (
+        family.packages.clone(),
+        family.versions.as_ref().map(ToString::to_string),
+    )
+}
+
 impl RuntimeRules {
-    /// The rules shipped in the binary.
+    /// The rules shipped in the binary, from the one parse of them ([`super::RuleSet::embedded`]).
     pub fn embedded() -> Result<Self, RulesError> {
-        Self::parse(CUDA_RUNTIME_YAML, CUDA_RUNTIME_FILE)
+        Ok(super::RuleSet::embedded()?.runtimes)
     }
 
     /// No rules (for resolving scenarios that know nothing of CUDA).
@@ -142,39 +259,7 @@ impl RuntimeRules {
 
     /// Parse a rule file's text.
     pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: RuntimeFile = super::file::parse(text, file)?;
-        for family in &parsed.families {
-            if family.packages.matches('*').count() > 1 {
-                return Err(RulesError::Invalid {
-                    file: file.to_string(),
-                    message: format!("pattern `{}` has more than one `*`", family.packages),
-                });
-            }
-            if !parsed.majors.iter().any(|row| row.major == family.major) {
-                return Err(RulesError::Invalid {
-                    file: file.to_string(),
-                    message: format!(
-                        "family `{}` names CUDA {}, which has no row under `majors:`",
-                        family.packages, family.major
-                    ),
-                });
-            }
-        }
-        Ok(Self {
-            majors: parsed.majors,
-            labels: Some(parsed.local_labels),
-            families: parsed
-                .families
-                .into_iter()
-                .map(|entry| FamilyRule {
-                    packages: entry.packages,
-                    versions: entry.versions,
-                    major: entry.major,
-                    source: entry.source,
-                })
-                .collect(),
-            independent: parsed.cuda_independent,
-        })
+        RuntimeLayer::parse(text, file)?.build()
     }
 
     /// The driver floor of CUDA `major` under minor version compatibility, e.g. 13 → 580.65.06.

@@ -7,6 +7,7 @@
 use serde::Deserialize;
 
 use super::error::RulesError;
+use super::file::{At, Parsed, duplicate, layer};
 use crate::cuda::CudaVersion;
 
 /// The rule file, as embedded in the binary.
@@ -17,7 +18,9 @@ pub(super) const CUDA_UPDATES_YAML: &str = include_str!("../../manifests/rules/c
 #[serde(deny_unknown_fields)]
 struct UpdatesFile {
     schema: u32,
-    apt: AptNaming,
+    #[serde(default)]
+    apt: Option<AptNaming>,
+    #[serde(default)]
     updates: Vec<UpdateRow>,
 }
 
@@ -73,63 +76,98 @@ pub struct UpdateTable {
     apt: AptNaming,
 }
 
-impl UpdateTable {
-    /// The table shipped in the binary.
-    pub fn embedded() -> Result<Self, RulesError> {
-        Self::parse(CUDA_UPDATES_YAML, CUDA_UPDATES_FILE)
-    }
+/// The rows of one or more update files, each with where it was written, before the
+/// checks of the whole table.
+#[derive(Debug)]
+pub(super) struct UpdateLayer {
+    rows: Vec<(UpdateRow, At)>,
+    apt: Option<(AptNaming, At)>,
+    file: String,
+}
 
-    /// Parse a rule file's text; `file` names it in errors.
-    pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
-        let parsed: UpdatesFile = super::file::parse(text, file)?;
-        let invalid = |message: String| RulesError::Invalid {
-            file: file.to_string(),
-            message,
-        };
-        let mut rows = parsed.updates;
-        rows.sort_by(|a, b| a.update.cmp(&b.update));
-        for pair in rows.windows(2) {
-            if pair[0].update == pair[1].update {
-                return Err(invalid(format!(
-                    "update `{}` is listed twice",
-                    pair[0].update
-                )));
-            }
+impl UpdateLayer {
+    /// Parse one file, with the checks of a file on its own.
+    pub(super) fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        let mut parsed: Parsed<UpdatesFile> = super::file::parse(text, file)?;
+        let rows = std::mem::take(&mut parsed.value.updates);
+        let rows = parsed.rows("updates", rows);
+        if let Some((row, at)) = duplicate(&rows, |row| row.update.clone()) {
+            return Err(at.invalid(format!("update `{}` is listed twice", row.update)));
         }
-        for row in &rows {
+        for (row, at) in &rows {
             if row.update.patch().is_none() {
-                return Err(invalid(format!(
+                return Err(at.invalid(format!(
                     "update `{}` must be MAJOR.MINOR.PATCH, e.g. `13.0.0`",
                     row.update
                 )));
             }
             if row.nvcc.release() != row.update.release() {
-                return Err(invalid(format!(
+                return Err(at.invalid(format!(
                     "update `{}` lists nvcc `{}` of another release line",
                     row.update, row.nvcc
                 )));
             }
             if !row.source.starts_with("https://") {
-                return Err(invalid(format!(
-                    "update `{}` has no https `source`",
-                    row.update
-                )));
+                return Err(at.invalid(format!("update `{}` has no https `source`", row.update)));
             }
         }
-        let apt = parsed.apt;
-        if apt.meta_packages.is_empty()
-            || apt
-                .meta_packages
-                .iter()
-                .chain(std::iter::once(&apt.prefix))
-                .any(|pattern| !pattern.contains("{major}") || !pattern.contains("{minor}"))
+        let apt = parsed
+            .value
+            .apt
+            .take()
+            .map(|apt| (apt, parsed.section("apt")));
+        if let Some((apt, at)) = &apt
+            && (apt.meta_packages.is_empty()
+                || apt
+                    .meta_packages
+                    .iter()
+                    .chain(std::iter::once(&apt.prefix))
+                    .any(|pattern| !pattern.contains("{major}") || !pattern.contains("{minor}")))
         {
-            return Err(invalid(
-                "`apt.meta_packages` and `apt.prefix` must each contain `{major}` and `{minor}`"
-                    .to_string(),
+            return Err(at.invalid(
+                "`apt.meta_packages` and `apt.prefix` must each contain `{major}` and `{minor}`",
             ));
         }
-        Ok(Self { rows, apt })
+        Ok(Self {
+            rows,
+            apt,
+            file: file.to_string(),
+        })
+    }
+
+    /// Lay a user's rows over these: the row of the same update is replaced, and a
+    /// user's `apt:` replaces the whole naming.
+    pub(super) fn layer(&mut self, over: Self) {
+        layer(&mut self.rows, over.rows, |row| row.update.clone(), false);
+        if over.apt.is_some() {
+            self.apt = over.apt;
+        }
+    }
+
+    /// The table.
+    pub(super) fn build(self) -> Result<UpdateTable, RulesError> {
+        let Some((apt, _)) = self.apt else {
+            return Err(RulesError::Invalid {
+                file: self.file,
+                line: 1,
+                message: "missing `apt:`, how NVIDIA's packages name a toolkit".to_string(),
+            });
+        };
+        let mut rows: Vec<UpdateRow> = self.rows.into_iter().map(|(row, _)| row).collect();
+        rows.sort_by(|a, b| a.update.cmp(&b.update));
+        Ok(UpdateTable { rows, apt })
+    }
+}
+
+impl UpdateTable {
+    /// The table shipped in the binary, from the one parse of them ([`super::RuleSet::embedded`]).
+    pub fn embedded() -> Result<Self, RulesError> {
+        Ok(super::RuleSet::embedded()?.updates)
+    }
+
+    /// Parse a rule file's text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Self, RulesError> {
+        UpdateLayer::parse(text, file)?.build()
     }
 
     /// The updates that ship nvcc `build`, e.g. `13.0.88` → 13.0.1 and 13.0.2 (ambiguous).

@@ -88,7 +88,7 @@ pub async fn record_hashes(request: HashRequest<'_>) -> Result<HashReport, Recor
     } = request;
     let manifest_file = manifest_path.display().to_string();
     let universe = converge::universe_for(manifest_path, snapshot)?;
-    let rules = RuleSet::embedded().map_err(converge::ConvergeError::from)?;
+    let rules = RuleSet::load(manifest.rules.as_deref()).map_err(converge::ConvergeError::from)?;
     let locked = converge::resolve_lock(manifest, &manifest_file, environment, &universe, &rules)
         .map_err(converge::ConvergeError::Resolve)?;
     let hashes_path = RecordedHashes::path_for(manifest_path);

@@ -220,7 +220,7 @@ pub fn record_live_snapshot(
 ) -> Result<SnapshotReport, RecordError> {
     let manifest = request.manifest;
     let file = request.manifest_path.display().to_string();
-    let rules = RuleSet::embedded().map_err(converge::ConvergeError::from)?;
+    let rules = RuleSet::load(manifest.rules.as_deref()).map_err(converge::ConvergeError::from)?;
     let resolution = converge::resolve_live_universe(
         manifest,
         &file,

@@ -3,12 +3,11 @@
 //! `toolkit.version` against the release its runfile URL names (`cuda_13.0.1_…run`)
 //! or its apt package names (`cuda-toolkit-13-0`), and `target.driver` against the
 //! minimum driver of the toolkit, from the same rules table the resolver reads
-//! (`manifests/rules/cuda-driver.yaml`), the latter at `upgrade validate` only. Each
-//! error is located at the key to change.
+//! (`cuda-driver.yaml`, embedded and from the manifest's `rules:` directory), the latter
+//! at `upgrade validate` only. Each error is located at the key to change.
 
 use super::toolkit::url_path;
 use super::*;
-use crate::rules::DriverTable;
 
 /// The release a runfile's name carries, e.g. `13.0.1` for
 /// `cuda_13.0.1_580.82.07_linux.run`; `None` for a file not named that way.
@@ -34,6 +33,41 @@ fn apt_release(package: &str) -> Option<CudaVersion> {
 }
 
 impl Checker {
+    /// How to resolve a `toolkit.version` and `toolkit.package` that name two release
+    /// lines, naming only what the tables know: a listed update of the package's line,
+    /// and the package of the version's line when a listed update has that line (no
+    /// `cuda-toolkit-12-7`: CUDA 12.7 was never released).
+    fn apt_hint(&mut self, version: &CudaVersion, line: &CudaVersion) -> String {
+        let Some(rules) = self.rule_set() else {
+            return format!("write a {line} version");
+        };
+        let newest = |release: &CudaVersion| {
+            rules
+                .updates
+                .rows()
+                .iter()
+                .rev()
+                .find(|row| row.update.release() == *release)
+                .map(|row| row.update.clone())
+        };
+        let mut hint = match newest(line) {
+            Some(update) => format!("write a {line} version, e.g. `{update}`"),
+            None => format!("write a {line} version"),
+        };
+        let package = newest(&version.release()).and_then(|update| {
+            rules
+                .updates
+                .apt()
+                .meta_packages_for(&update)
+                .into_iter()
+                .next()
+        });
+        if let Some(package) = package {
+            hint.push_str(&format!(", or the package `{package}`"));
+        }
+        hint
+    }
+
     pub(super) fn check_toolkit_consistency(
         &mut self,
         target: Option<&Target>,
@@ -67,16 +101,13 @@ impl Checker {
             && let Some(line) = apt_release(package)
             && line != version.release()
         {
+            let hint = self.apt_hint(version, &line);
             self.error_with_hint(
                 at_version,
                 format!(
                     "`toolkit.version` `{version}` contradicts `toolkit.package` `{package}`, which installs CUDA {line}"
                 ),
-                format!(
-                    "write a {line} version, or the package `cuda-toolkit-{}-{}`",
-                    version.major(),
-                    version.minor()
-                ),
+                hint,
             );
         }
         // `target.driver` describes the node only where no facts replace it: an error
@@ -87,12 +118,13 @@ impl Checker {
         let Some(driver) = target.and_then(|target| target.driver.as_ref()) else {
             return;
         };
-        let Ok(table) = DriverTable::embedded() else {
+        let Some(requirement) = self
+            .rule_set()
+            .and_then(|rules| rules.drivers.minimum_for(version))
+        else {
             return;
         };
-        if let Some(requirement) = table.minimum_for(version)
-            && *driver < requirement.rule.driver
-        {
+        if *driver < requirement.rule.driver {
             let at_driver = self
                 .spans
                 .get("target.driver")

@@ -75,7 +75,10 @@ impl Checker {
                 self.strings(n, "target.gpu_arch")
                     .into_iter()
                     .filter_map(|(text, span)| match text.parse::<GpuArch>() {
-                        Ok(arch) => Some(arch),
+                        Ok(arch) => {
+                            self.arch_spans.push((arch, span));
+                            Some(arch)
+                        }
                         Err(error) => {
                             self.error(span, format!("invalid `target.gpu_arch` entry: {error}"));
                             None
