@@ -24,6 +24,8 @@ fn lock_of_the_shipped_manifest_pins_the_cu130_stack() {
         "manifests/sglang-0.5.9-cu130.yaml",
         "--format",
         "json",
+        "-o",
+        "-",
     ]);
     assert_eq!(code, 0, "{stderr}");
     let lock: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -53,6 +55,10 @@ fn unresolvable_manifest_exits_3_with_the_cause() {
     let (code, _, stderr) = upgrade(&[
         "lock",
         "solver-tests/scenarios/torch-2.10-with-sgl-kernel-0.3.21/manifest.yaml",
+        "--snapshot",
+        "manifests/snapshots/sglang-0.5.9-cu130.json",
+        "-o",
+        "-",
     ]);
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.starts_with("error: Failed to resolve"), "{stderr}");
@@ -66,6 +72,10 @@ fn unresolvable_manifest_exits_3_with_the_cause() {
         "lock",
         "-v",
         "solver-tests/scenarios/torch-2.10-with-sgl-kernel-0.3.21/manifest.yaml",
+        "--snapshot",
+        "manifests/snapshots/sglang-0.5.9-cu130.json",
+        "-o",
+        "-",
     ]);
     assert_eq!(code, 3, "{verbose}");
     assert_eq!(verbose, stderr);
@@ -76,13 +86,16 @@ fn unresolvable_manifest_exits_3_with_the_cause() {
 #[test]
 fn lock_reads_a_find_links_directory() {
     let manifest = "solver-tests/scenarios/vllm-snapshot-miss/manifest.yaml";
-    let (code, _, stderr) = upgrade(&["lock", manifest]);
+    // On the embedded snapshot's file, which misses vllm (without a source flag the
+    // manifest, whose packages the snapshot does not record, would resolve live).
+    let snapshot = "manifests/snapshots/sglang-0.5.9-cu130.json";
+    let (code, _, stderr) = upgrade(&["lock", manifest, "--snapshot", snapshot, "-o", "-"]);
     assert_eq!(code, 3, "{stderr}");
     let dir = tempfile::tempdir().unwrap();
     let wheel = super::support::wheel("vllm", "0.0.1", &["packaging"], None, &[], 0);
     fs_err::write(dir.path().join(&wheel.filename), &wheel.bytes).unwrap();
     let dir_text = dir.path().display().to_string();
-    let (code, stdout, stderr) = upgrade(&["lock", manifest, "--find-links", &dir_text]);
+    let (code, stdout, stderr) = upgrade(&["lock", manifest, "--find-links", &dir_text, "-o", "-"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("vllm==0.0.1  # find-links: vllm-0.0.1-py3-none-any.whl"),

@@ -134,10 +134,22 @@ fn a_fleet_installs_exactly_the_lock_and_refuses_one_that_does_not_fit() {
         assert!(freeze.contains("torch==2.9.1+cu130"), "{host}: {freeze}");
     }
 
-    // The manifest edited after locking: refused on every node, naming both digests.
+    // A comment edit changes nothing the lock depends on: every node stays converged.
     let mut edited = std::fs::read_to_string(&manifest).unwrap();
     edited.push_str("# edited after locking\n");
     std::fs::write(&manifest, &edited).unwrap();
+    let (output, _) = apply_locked(
+        &testbed,
+        &manifest,
+        &lock,
+        &inventory,
+        &work.join("run-comment"),
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    // A changed pin stales it: refused on every node, naming the change.
+    let pinned = edited.replace("    version: \"==2.9.1+cu130\"", "    version: \">=2.9.1\"");
+    assert_ne!(pinned, edited, "the overlay manifest pins torch");
+    std::fs::write(&manifest, &pinned).unwrap();
     let (output, report) = apply_locked(
         &testbed,
         &manifest,
@@ -146,6 +158,9 @@ fn a_fleet_installs_exactly_the_lock_and_refuses_one_that_does_not_fit() {
         &work.join("run-edited"),
     );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
-    assert_refused(&report, "another manifest, or edited since");
+    assert_refused(
+        &report,
+        "package torch: ==2.9.1+cu130 from pytorch-cu130 → >=2.9.1 from pytorch-cu130",
+    );
     testbed.down().unwrap();
 }

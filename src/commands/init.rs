@@ -52,11 +52,10 @@ pub fn run(args: &InitArgs, printer: &mut Printer) -> Result<ExitStatus, Command
     let decisions = text.matches("decide:").count();
     printer
         .err(&format!(
-            "wrote {} from {source}: {decisions} `decide:` comment{} to review; then `upgrade validate {}` and `upgrade plan {} …` (all no-op on this node)\n",
+            "wrote {} from {source}: {decisions} `decide:` comment{} to review; then `upgrade validate {path}`, `upgrade lock {path}` (the lock beside it, which every verb reads) and `upgrade plan {path} …` (all no-op on this node)\n",
             args.output.display(),
             if decisions == 1 { "" } else { "s" },
-            args.output.display(),
-            args.output.display(),
+            path = crate::shell::quote(&args.output.display().to_string()),
         ))
         .map_err(CommandError::Output)?;
     Ok(ExitStatus::Success)

@@ -29,11 +29,17 @@ use crate::text::text_value;
 pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     let prepared = converge::load(&args.manifest, super::resolution(&args.resolution)?)?;
     let path = prepared.lock_file.path.clone();
-    match (prepared.settings.mode, &prepared.lock_file.lock) {
+    // `lock --lock FILE` writes FILE: only `--locked` and `--frozen` read it as they are.
+    let mode = match (args.resolution.locked, args.resolution.frozen) {
+        (true, _) => LockMode::Locked,
+        (false, true) => LockMode::Frozen,
+        (false, false) => LockMode::Auto,
+    };
+    match (mode, &prepared.lock_file.lock) {
         // `--check` resolves and compares, whichever lock file it names.
         _ if args.check => {}
         (LockMode::Locked, Some(lock)) => return fresh(args, &prepared, lock, printer),
-        (LockMode::Frozen, Some(lock)) if !args.check => {
+        (LockMode::Frozen, Some(lock)) => {
             let text = render(lock, args.format)?;
             printer.out(&text).map_err(CommandError::Output)?;
             return Ok(ExitStatus::Success);

@@ -39,14 +39,6 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
             })?
         }
     };
-    let (lock, origin) = converge::lock_with_origin(&prepared, &facts, &node_name)
-        .map_err(|error| CommandError::from(error).verbose(printer.verbose()))?;
-    if let Some(note) = origin.note() {
-        printer
-            .err(&format!("{}\n", text_value(&note)))
-            .map_err(CommandError::Output)?;
-    }
-    let urls = converge::index_urls(&prepared)?;
     let node_choice = match &args.facts {
         Some(path) => NodeChoice::Facts(path),
         None => NodeChoice::Probed(&args.node, &args.ssh),
@@ -56,15 +48,23 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         node_choice,
         args.resolution.snapshot.as_deref(),
     );
-    let mut node_plan = converge::plan_for(
+    let converge::Planned {
+        plan: mut node_plan,
+        lock,
+        origin,
+    } = converge::lock_and_plan(
         &prepared,
         &node_name,
         &facts,
-        &lock,
-        &urls,
         &hash_command,
         &args.fetch.delivery()?,
-    )?;
+    )
+    .map_err(|error| CommandError::from(error).verbose(printer.verbose()))?;
+    if let Some(note) = origin.note() {
+        printer
+            .err(&format!("{}\n", text_value(&note)))
+            .map_err(CommandError::Output)?;
+    }
     // What the controller's cache knows of source builds' requirements, shown with them.
     runtime()?.block_on(exec::build_requirements::note_known(
         &mut node_plan.steps,

@@ -76,17 +76,14 @@ async fn node_status(
         .await
         .map_err(exec::ExecError::from)?;
     let node = transport.name().to_string();
-    let lock = converge::lock(prepared, &facts, &node)?;
-    let urls = converge::index_urls(prepared)?;
-    let plan = converge::plan_for(
+    let plan = converge::lock_and_plan(
         prepared,
         &node,
         &facts,
-        &lock,
-        &urls,
         hash_command,
         &crate::steps::Delivery::default(),
-    )?;
+    )?
+    .plan;
     Ok(Status {
         node,
         manifest: prepared.manifest.name.clone(),

@@ -109,9 +109,11 @@ pub struct Prepared {
 struct Shared {
     /// Index name → URL, found once (pip's default asked at most once a run).
     urls: OnceLock<BTreeMap<String, String>>,
-    /// The lock of each distinct environment resolved on the snapshot: nodes alike in
+    /// Where the run resolves, decided once.
+    on: OnceLock<ResolvedOn>,
+    /// The lock of each distinct environment and where it was resolved: nodes alike in
     /// every fact the resolver reads get the same lock, so it is resolved once.
-    locks: std::sync::Mutex<Vec<(TargetEnvironment, Arc<Lock>)>>,
+    locks: std::sync::Mutex<Vec<(TargetEnvironment, Arc<(Lock, ResolvedOn)>)>>,
     /// Project pages read to keep the wheels of replaced versions (`--fetch controller`).
     pages: keep::Pages,
 }
@@ -288,7 +290,7 @@ pub fn lock_with_origin(
 }
 
 /// The lock of `environment` on the run's snapshot (`--snapshot`, else the embedded
-/// one), each distinct environment resolved once a run.
+/// one), read once a run.
 fn lock_on_snapshot(
     prepared: &Prepared,
     environment: &TargetEnvironment,
@@ -306,32 +308,13 @@ fn lock_on_snapshot(
             universe
         }
     };
-    let known = |locks: &[(TargetEnvironment, Arc<Lock>)]| {
-        locks
-            .iter()
-            .find(|(seen, _)| seen == environment)
-            .map(|(_, lock)| Lock::clone(lock))
-    };
-    if let Some(lock) = prepared
-        .shared
-        .locks
-        .lock()
-        .ok()
-        .and_then(|locks| known(&locks))
-    {
-        return Ok(lock);
-    }
-    let lock = resolve_lock(
+    Ok(resolve_lock(
         &prepared.manifest,
         &prepared.path.display().to_string(),
         environment,
         &universe,
         prepared.rules(),
-    )?;
-    if let Ok(mut locks) = prepared.shared.locks.lock() {
-        locks.push((environment.clone(), Arc::new(lock.clone())));
-    }
-    Ok(lock)
+    )?)
 }
 
 /// Index name → URL: the manifest's, or pip's configured default for an entry without
@@ -398,6 +381,31 @@ pub fn plan_for(
         hash_command,
         delivery,
     })?)
+}
+
+/// A node's plan with the lock it installs and where that lock came from.
+pub struct Planned {
+    /// The steps.
+    pub plan: NodePlan,
+    /// The lock the pip step installs.
+    pub lock: Lock,
+    /// The lock file, or why and where it was resolved.
+    pub origin: LockOrigin,
+}
+
+/// The run's lock for the node of `facts` ([`lock_with_origin`]) and the node's plan
+/// from it: what `plan`, `status` and a fleet's plan show.
+pub fn lock_and_plan(
+    prepared: &Prepared,
+    node: &str,
+    facts: &NodeFacts,
+    hash_command: &str,
+    delivery: &crate::steps::Delivery,
+) -> Result<Planned, ConvergeError> {
+    let (lock, origin) = lock_with_origin(prepared, facts, node)?;
+    let urls = index_urls(prepared)?;
+    let plan = plan_for(prepared, node, facts, &lock, &urls, hash_command, delivery)?;
+    Ok(Planned { plan, lock, origin })
 }
 
 /// Probe the node.

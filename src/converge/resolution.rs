@@ -215,12 +215,28 @@ pub fn lock_for(
 
 /// Resolve the manifest for `environment` as the settings say (never the lock file),
 /// stamped with the manifest's digest and inputs.
+/// Nodes alike in every fact the resolver reads get the same lock: each distinct
+/// environment is resolved once a run (a fleet's nodes share it), live or not.
 pub fn resolve(
     prepared: &Prepared,
     environment: &TargetEnvironment,
 ) -> Result<(Lock, ResolvedOn), ConvergeError> {
-    let (mut lock, on, _) = resolve_reporting(prepared, environment)?;
-    stamp(prepared, &mut lock);
+    let known = prepared.shared.locks.lock().ok().and_then(|locks| {
+        locks
+            .iter()
+            .find(|(seen, _)| seen == environment)
+            .map(|(_, resolved)| resolved.as_ref().clone())
+    });
+    if let Some(resolved) = known {
+        return Ok(resolved);
+    }
+    let (lock, on, _) = resolve_reporting(prepared, environment)?;
+    if let Ok(mut locks) = prepared.shared.locks.lock() {
+        locks.push((
+            environment.clone(),
+            std::sync::Arc::new((lock.clone(), on.clone())),
+        ));
+    }
     Ok((lock, on))
 }
 
@@ -259,7 +275,10 @@ pub fn stamp(prepared: &Prepared, lock: &mut Lock) {
 /// Where this run resolves: `--snapshot`, `--live`, else the embedded snapshot when it
 /// records the manifest's packages, else live.
 fn source_for(prepared: &Prepared) -> Result<ResolvedOn, ConvergeError> {
-    Ok(match &prepared.settings.source {
+    if let Some(on) = prepared.shared.on.get() {
+        return Ok(on.clone());
+    }
+    let on = match &prepared.settings.source {
         Source::Snapshot(path) => ResolvedOn::Snapshot(path.clone()),
         Source::Live => ResolvedOn::Live,
         Source::Auto => {
@@ -269,5 +288,6 @@ fn source_for(prepared: &Prepared) -> Result<ResolvedOn, ConvergeError> {
                 Err(_) => ResolvedOn::Live,
             }
         }
-    })
+    };
+    Ok(prepared.shared.on.get_or_init(|| on).clone())
 }

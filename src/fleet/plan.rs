@@ -3,7 +3,6 @@
 //! as `apply -i`), then resolved and planned; each ends as one line's worth of
 //! data: converged, N changes, blocked (with why), unreachable, or an error.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 use futures_util::future::join_all;
@@ -175,7 +174,6 @@ fn from_plan(host: &str, plan: &NodePlan) -> PlannedNode {
 async fn plan_node(
     target: &FleetTarget,
     base: &Prepared,
-    urls: &BTreeMap<String, String>,
     options: &PlanOptions<'_>,
     probes: &Semaphore,
 ) -> PlannedNode {
@@ -195,20 +193,17 @@ async fn plan_node(
         Probed::Ended(node) => return from_ended(&node),
         Probed::Ready { facts, .. } => facts,
     };
-    let planned = converge::lock(&prepared, &facts, host).and_then(|lock| {
-        converge::plan_for(
-            &prepared,
-            host,
-            &facts,
-            &lock,
-            urls,
-            options.hash_command,
-            &crate::steps::Delivery {
-                fetch,
-                installer: options.delivery.installer.clone(),
-            },
-        )
-    });
+    let planned = converge::lock_and_plan(
+        &prepared,
+        host,
+        &facts,
+        options.hash_command,
+        &crate::steps::Delivery {
+            fetch,
+            installer: options.delivery.installer.clone(),
+        },
+    )
+    .map(|planned| planned.plan);
     match planned {
         Ok(mut plan) => {
             for variable in &unset {
@@ -230,12 +225,13 @@ pub async fn plan_fleet(
     options: &PlanOptions<'_>,
 ) -> Result<FleetPlan, ConvergeError> {
     let started = Instant::now();
-    let urls = converge::index_urls(base)?;
+    // The index URLs once for every node (pip's default asked here, before any probe).
+    converge::index_urls(base)?;
     let probes = Semaphore::new(options.parallel.max(1));
     let nodes = join_all(
         targets
             .iter()
-            .map(|target| plan_node(target, base, &urls, options, &probes)),
+            .map(|target| plan_node(target, base, options, &probes)),
     )
     .await;
     Ok(FleetPlan {

@@ -346,7 +346,7 @@ mod tests {
     #[test]
     fn comments_env_and_reasons_keep_a_lock_fresh() {
         let before = LockInputs::of(&manifest(BASE));
-        let edited = format!("# a comment\n{BASE}env:\n  - name: A\n    value: b\n");
+        let edited = format!("# a comment\n{BASE}env:\n  NCCL_DEBUG: WARN\n");
         assert!(
             before
                 .changes(&LockInputs::of(&manifest(&edited)))
