@@ -29,7 +29,13 @@ use crate::text::text_value;
 pub fn run(args: &LockArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     let prepared = converge::load(&args.manifest, super::resolution(&args.resolution)?)?;
     let path = prepared.lock_file.path.clone();
-    match (prepared.settings.mode, &prepared.lock_file.lock) {
+    // `--lock FILE` is where `lock` writes: only `--locked` and `--frozen` read it.
+    let mode = match (args.resolution.locked, args.resolution.frozen) {
+        (_, true) => LockMode::Frozen,
+        (true, false) => LockMode::Locked,
+        (false, false) => LockMode::Auto,
+    };
+    match (mode, &prepared.lock_file.lock) {
         // `--check` resolves and compares, whichever lock file it names.
         _ if args.check => {}
         (LockMode::Locked, Some(lock)) => return fresh(args, &prepared, lock, printer),

@@ -208,7 +208,10 @@ pub fn load(path: &Path, settings: ResolutionSettings) -> Result<Prepared, Conve
         .unwrap_or_else(|| crate::resolve::lock_path_beside(path));
     Ok(Prepared {
         sha256: crate::manifest::Sha256::of(text.as_bytes()),
-        rules: Arc::new(RuleSet::embedded()?),
+        rules: Arc::new(match &settings.rules {
+            Some(dir) => RuleSet::with_dir(dir)?,
+            None => RuleSet::embedded()?,
+        }),
         manifest,
         path: path.to_path_buf(),
         env: Vec::new(),

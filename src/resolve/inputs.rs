@@ -137,7 +137,7 @@ impl LockInputs {
                     }
                 };
                 InputPackage {
-                    name: line(package.name.to_string()),
+                    name: line(&package.name),
                     specifiers: line(specifiers).to_string(),
                     index,
                     extras: package.extras.iter().map(line).collect(),

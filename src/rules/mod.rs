@@ -50,6 +50,49 @@ impl RuleSet {
             abi: AbiRules::embedded()?,
         })
     }
+
+    /// The embedded rules with each table that `dir` holds a file for (`cuda-driver.yaml`,
+    /// `cuda-arch.yaml`, `cuda-runtime.yaml`, `abi-pins.yaml`) replaced by that file
+    /// (`--rules DIR`); a directory that cannot be read, or holds none of them, is an
+    /// error naming it.
+    pub fn with_dir(dir: &std::path::Path) -> Result<Self, RulesError> {
+        let mut rules = Self::embedded()?;
+        let unusable = |message: String| RulesError::Invalid {
+            file: dir.display().to_string(),
+            message,
+        };
+        if !dir.is_dir() {
+            return Err(unusable("it is not a directory".to_string()));
+        }
+        let mut found = 0;
+        for name in [
+            "cuda-driver.yaml",
+            "cuda-arch.yaml",
+            "cuda-runtime.yaml",
+            "abi-pins.yaml",
+        ] {
+            let path = dir.join(name);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(unusable(format!("`{name}`: {error}"))),
+            };
+            let file = path.display().to_string();
+            match name {
+                "cuda-driver.yaml" => rules.drivers = DriverTable::parse(&text, &file)?,
+                "cuda-arch.yaml" => rules.arches = ArchTable::parse(&text, &file)?,
+                "cuda-runtime.yaml" => rules.runtimes = RuntimeRules::parse(&text, &file)?,
+                _ => rules.abi = AbiRules::parse(&text, &file)?,
+            }
+            found += 1;
+        }
+        if found == 0 {
+            return Err(unusable(
+                "it holds none of cuda-driver.yaml, cuda-arch.yaml, cuda-runtime.yaml, abi-pins.yaml".to_string(),
+            ));
+        }
+        Ok(rules)
+    }
 }
 
 /// The SHA-256 of the rule files shipped in the binary, in hex, e.g. `3f1c…`: each
