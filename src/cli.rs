@@ -729,6 +729,7 @@ pub struct DiffArgs {
     /// Where each side's resolution comes from: the lock beside it (from the same
     /// revision for `REV:PATH`), else the embedded snapshot when it records the
     /// manifest's packages (`--snapshot` another); a diff never reaches an index.
+    /// `--locked`: each side must have a lock fresh for it; `--frozen`: a lock.
     #[command(flatten)]
     pub resolution: ResolutionArgs,
 }
@@ -881,8 +882,9 @@ pub struct ResolutionArgs {
     /// Resolve on this snapshot of the indexes (`upgrade index snapshot`).
     #[arg(long, value_name = "FILE", env = crate::settings::env::UPGRADE_SNAPSHOT)]
     pub snapshot: Option<PathBuf>,
-    /// Rules layered over the embedded tables (a directory of `cuda-driver.yaml`,
-    /// `cuda-arch.yaml`, … files), after the manifest's own `rules:` directory.
+    /// Rules laid over the embedded tables, after the manifest's own `rules:` directory:
+    /// each row of its `cuda-driver.yaml`, `cuda-arch.yaml`, `cuda-runtime.yaml`,
+    /// `abi-pins.yaml` or `cuda-updates.yaml` is added, replacing a row of the same key.
     #[arg(long = "rules", value_name = "DIR", env = crate::settings::env::UPGRADE_RULES)]
     pub rules: Option<PathBuf>,
     /// The interpreter asked for pip's default index (an index without `url`), and whose
@@ -921,8 +923,8 @@ pub struct NetworkArgs {
     /// `~/.cache/cuda-upgrade`].
     #[arg(long, value_name = "DIR", env = crate::settings::env::UPGRADE_CACHE_DIR)]
     pub cache_dir: Option<PathBuf>,
-    /// Use no cache at all.
-    #[arg(long, conflicts_with = "cache_dir")]
+    /// Use no cache at all (also over `--cache-dir` and `UPGRADE_CACHE_DIR`).
+    #[arg(long)]
     pub no_cache: bool,
     /// Never touch the network: the lock, the snapshots and what the cache holds;
     /// fail on anything that is not in them.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{DiffArgs, DiffFormat};
 use crate::commands::{CommandError, ExitStatus};
-use crate::converge;
+use crate::converge::{self, LockMode};
 use crate::index::{Snapshot, snapshot};
 use crate::manifest::{self, GitFile, Manifest, ManifestDiff, ManifestSource};
 use crate::printer::Printer;
@@ -21,12 +21,20 @@ use crate::rules::RuleSet;
 pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     // Each side without a lock is resolved on this snapshot when it records it; a diff
     // never reaches an index, whatever `--live` says.
+    let settings = super::resolution(&args.resolution)?;
+    if let Some(path) = &args.resolution.lock {
+        return Err(converge::ConvergeError::LockRefused {
+            path: path.clone(),
+            reason: "`diff` reads the lock beside each manifest (from the same revision for `REV:PATH`), not one named file".to_string(),
+        }
+        .into());
+    }
     let snapshot = match &args.resolution.snapshot {
         Some(path) => Snapshot::read(path)?,
         None => Snapshot::embedded()?,
     };
     let rules = RuleSet::load(args.resolution.rules.as_deref())?;
-    let diff = semantic_diff(&args.old, &args.new, &snapshot, &rules)?;
+    let diff = semantic_diff(&args.old, &args.new, &snapshot, &rules, settings.mode)?;
     let text = match args.format {
         DiffFormat::Text => report::diff::text(&diff),
         DiffFormat::Markdown => report::diff::markdown(&diff),
@@ -42,15 +50,21 @@ pub fn run(args: &DiffArgs, printer: &mut Printer) -> Result<ExitStatus, Command
 
 /// The diff of the manifests `old` and `new` (paths or `REV:PATH`, as given on the
 /// command line), with the resolution part from the locks beside them; a side without
-/// a lock is resolved on `snapshot` when [`snapshot::covers`] it.
-pub fn semantic_diff(
+/// a lock is resolved on `snapshot` with `rules` when [`snapshot::covers`] it. Under
+/// `--locked` each side must have a lock that is fresh for it, under `--frozen` a lock
+/// (an error naming the lock and the command that writes it otherwise).
+fn semantic_diff(
     old: &str,
     new: &str,
     snapshot: &Snapshot,
     rules: &RuleSet,
+    mode: LockMode,
 ) -> Result<ManifestDiff, CommandError> {
     let old_side = Side::read(old)?;
     let new_side = Side::read(new)?;
+    for side in [&old_side, &new_side] {
+        side.required(mode)?;
+    }
     let mut diff = manifest::diff(
         &old_side.manifest,
         &new_side.manifest,
@@ -107,6 +121,37 @@ impl Side {
             lock,
             stale,
         })
+    }
+
+    /// Under `--locked` the lock beside this side must be there and fresh, under
+    /// `--frozen` there; an error naming it and the command that writes it otherwise.
+    fn required(&self, mode: LockMode) -> Result<(), CommandError> {
+        let why = match (&self.lock, mode) {
+            (_, LockMode::Auto) => return Ok(()),
+            (None, _) => "there is no lock file; `{command}` writes it".to_string(),
+            (Some(_), LockMode::Locked) if !self.stale.is_empty() => format!(
+                "it is stale for `{}`: {}; `{{command}}` refreshes it",
+                self.argument,
+                self.stale.join("; ")
+            ),
+            (Some(_), _) => return Ok(()),
+        };
+        let command = format!(
+            "upgrade lock {}",
+            crate::shell::quote(&self.path.display().to_string())
+        );
+        let lock = resolve::lock_path_beside(&self.path);
+        let path = match ManifestSource::parse(&self.argument) {
+            ManifestSource::GitRevision { rev, .. } => {
+                PathBuf::from(format!("{rev}:{}", lock.display()))
+            }
+            ManifestSource::Path(_) => lock,
+        };
+        Err(converge::ConvergeError::LockRefused {
+            path,
+            reason: why.replace("{command}", &command),
+        }
+        .into())
     }
 
     /// The lock beside the manifest; without one, the resolution on `snapshot` when it

@@ -66,24 +66,34 @@ fn last_run(entries: Vec<JournalEntry>) -> Option<LastRun> {
 }
 
 /// One node's status: probe, plan, read the journal.
+/// Where the lock came from, when it tells something (e.g. `lock: x.lock.json (fresh)`),
+/// goes to `note`.
 async fn node_status(
     transport: &Transport,
     prepared: &Prepared,
     hash_command: &str,
+    note: &(dyn Fn(String) + Sync),
 ) -> Result<Status, CommandError> {
     let facts = converge::facts(transport, prepared).await?;
     let entries = journal::read_last(transport)
         .await
         .map_err(exec::ExecError::from)?;
     let node = transport.name().to_string();
-    let plan = converge::lock_and_plan(
+    // Where the lock came from is told even when the plan then fails.
+    let (lock, origin) = converge::lock_with_origin(prepared, &facts, &node)?;
+    if let Some(text) = origin.note() {
+        note(text);
+    }
+    let urls = converge::index_urls(prepared)?;
+    let plan = converge::plan_for(
         prepared,
         &node,
         &facts,
+        &lock,
+        &urls,
         hash_command,
         &crate::steps::Delivery::default(),
-    )?
-    .plan;
+    )?;
     Ok(Status {
         node,
         manifest: prepared.manifest.name.clone(),
@@ -112,10 +122,22 @@ pub fn run(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
         NodeChoice::Probed(&args.node, &args.ssh),
         snapshot,
     );
+    let notes = std::sync::Mutex::new(Vec::new());
+    let note = |text: String| {
+        if let Ok(mut notes) = notes.lock() {
+            notes.push(text);
+        }
+    };
     let status = runtime()?.block_on(async {
         let transport = exec::connect(&selection).await?;
-        node_status(&transport, &prepared, &hash_command).await
-    })?;
+        node_status(&transport, &prepared, &hash_command, &note).await
+    });
+    for text in notes.into_inner().unwrap_or_default() {
+        printer
+            .err(&format!("{}\n", text_value(&text)))
+            .map_err(CommandError::Output)?;
+    }
+    let status = status?;
     let text = match args.format {
         ApplyFormat::Json => json(&status)?,
         ApplyFormat::Text => render(&status),
@@ -159,7 +181,8 @@ fn run_fleet(args: &StatusArgs, printer: &mut Printer) -> Result<ExitStatus, Com
                 let prepared = base
                     .for_host(host.python.as_deref(), &host.vars)
                     .map_err(|error| failed(&error))?;
-                node_status(&transport, &prepared, hash_command)
+                // One line a node: where each node's lock came from is not told.
+                node_status(&transport, &prepared, hash_command, &|_| {})
                     .await
                     .map_err(|error| failed(&error))
             },

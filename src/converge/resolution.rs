@@ -47,7 +47,7 @@ pub struct ResolutionSettings {
     pub source: Source,
     /// The index client, pip's interpreter and the live limits (also `--offline`).
     pub live: LiveOptions,
-    /// `--rules DIR`, layered over the embedded tables and the manifest's `rules:`.
+    /// `--rules DIR`: each rule file it holds replaces the embedded table.
     pub rules: Option<PathBuf>,
 }
 
@@ -56,6 +56,8 @@ pub struct ResolutionSettings {
 pub enum LockOrigin {
     /// The lock file, fresh and holding.
     File(PathBuf),
+    /// The lock file under `--frozen`, holding but stale: each input that changed.
+    Frozen(PathBuf, Vec<String>),
     /// A resolution: `on` says where; `set_aside` why the lock file was not used.
     Resolved {
         /// e.g. the embedded snapshot.
@@ -93,6 +95,11 @@ impl LockOrigin {
     pub fn note(&self) -> Option<String> {
         match self {
             LockOrigin::File(path) => Some(format!("lock: {} (fresh)", path.display())),
+            LockOrigin::Frozen(path, changes) => Some(format!(
+                "lock: {} (--frozen: used as it is, though stale: {})",
+                path.display(),
+                changes.join("; ")
+            )),
             LockOrigin::Resolved {
                 on: ResolvedOn::Live,
                 set_aside: None,
@@ -182,11 +189,17 @@ pub fn lock_for(
             refresh_command(prepared)
         )));
     };
-    let changes = match mode {
-        LockMode::Frozen => Vec::new(),
-        LockMode::Auto | LockMode::Locked => stale(&prepared.manifest, lock),
-    };
+    let changes = stale(&prepared.manifest, lock);
     let mismatches = lock.mismatches(environment);
+    // `--frozen` takes a stale lock as it is (and says so); it must still hold.
+    let changes = match mode {
+        LockMode::Frozen if mismatches.is_empty() && !changes.is_empty() => {
+            let origin = LockOrigin::Frozen(file.path.clone(), changes);
+            return Ok((lock.clone(), origin));
+        }
+        LockMode::Frozen => Vec::new(),
+        LockMode::Auto | LockMode::Locked => changes,
+    };
     let why = match (changes.is_empty(), mismatches.is_empty()) {
         (true, true) => return Ok((lock.clone(), LockOrigin::File(file.path.clone()))),
         (false, _) => format!(
