@@ -104,6 +104,9 @@ pub struct Prepared {
     shared: Arc<Shared>,
 }
 
+/// A lock resolved for one environment, and where.
+type ResolvedFor = (TargetEnvironment, Arc<(Lock, ResolvedOn)>);
+
 /// What the nodes of one run share once one of them has it.
 #[derive(Default)]
 struct Shared {
@@ -113,7 +116,7 @@ struct Shared {
     on: OnceLock<ResolvedOn>,
     /// The lock of each distinct environment and where it was resolved: nodes alike in
     /// every fact the resolver reads get the same lock, so it is resolved once.
-    locks: std::sync::Mutex<Vec<(TargetEnvironment, Arc<(Lock, ResolvedOn)>)>>,
+    locks: std::sync::Mutex<Vec<ResolvedFor>>,
     /// Project pages read to keep the wheels of replaced versions (`--fetch controller`).
     pages: keep::Pages,
 }
