@@ -57,6 +57,10 @@ pub struct NodeOutcome {
     /// The verification launch, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<LaunchOutcome>,
+    /// Where the installed lock came from where it tells something, e.g. `lock:
+    /// manifests/x.lock.json (fresh)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
     /// Commands run on the node.
     pub round_trips: u64,
     /// From the first probe to the end.
@@ -207,12 +211,15 @@ pub async fn converge_probed(
         read,
     } = probed;
     let node = transport.name().to_string();
-    let lock: Lock = match options.saved {
+    let (lock, origin): (Lock, Option<String>) = match options.saved {
         Some(saved) => {
             saved.check(&facts, &node, options.plan_path)?;
-            saved.lock().clone()
+            (saved.lock().clone(), None)
         }
-        None => super::lock(prepared, &facts, &node)?,
+        None => {
+            let (lock, origin) = super::lock_with_origin(prepared, &facts, &node)?;
+            (lock, origin.note())
+        }
     };
     let urls = super::index_urls(prepared)?;
     let plan = super::plan_for(
@@ -249,6 +256,7 @@ pub async fn converge_probed(
             ok: true,
             steps,
             verification: None,
+            lock: origin,
             round_trips: transport.round_trips(),
             seconds: started.elapsed().as_secs_f64(),
             rollout: Rollout::default(),
@@ -290,6 +298,7 @@ pub async fn converge_probed(
     released?;
     outcome.round_trips = transport.round_trips();
     outcome.seconds = started.elapsed().as_secs_f64();
+    outcome.lock = origin;
     Ok(outcome)
 }
 
@@ -624,6 +633,7 @@ impl Run<'_> {
             ok,
             steps,
             verification,
+            lock: None,
             round_trips: transport.round_trips(),
             seconds: started.elapsed().as_secs_f64(),
             rollout: Rollout::default(),

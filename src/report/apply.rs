@@ -53,6 +53,9 @@ pub fn launch(node: &str, outcome: &LaunchOutcome) -> String {
 /// verification, and a closing line, e.g. `node0: converged in 8.2s, 15 round trips`.
 pub fn node(report: &NodeOutcome) -> String {
     let mut out = String::new();
+    if let Some(lock) = &report.lock {
+        out.push_str(&format!("{}: {}\n", text_value(&report.node), text_value(lock)));
+    }
     for step in &report.steps {
         let glyph = match step.outcome {
             "no-op" => "no-op".to_string(),
