@@ -46,9 +46,7 @@ pub fn run(args: &InitArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         printer.out(&text).map_err(CommandError::Output)?;
         return Ok(ExitStatus::Success);
     }
-    let temporary = args.output.with_extension("yaml.tmp");
-    fs_err::write(&temporary, &text).map_err(CommandError::Output)?;
-    fs_err::rename(&temporary, &args.output).map_err(CommandError::Output)?;
+    crate::local_file::write_atomic(&args.output, text.as_bytes()).map_err(CommandError::Output)?;
     let decisions = text.matches("decide:").count();
     printer
         .err(&format!(

@@ -119,9 +119,7 @@ pub fn run(args: &PlanArgs, printer: &mut Printer) -> Result<ExitStatus, Command
         let mut text = serde_json::to_string_pretty(&saved)
             .map_err(|error| CommandError::Output(error.into()))?;
         text.push('\n');
-        let temporary = path.with_extension("tmp");
-        fs_err::write(&temporary, text).map_err(CommandError::Output)?;
-        fs_err::rename(&temporary, path).map_err(CommandError::Output)?;
+        crate::local_file::write_atomic(path, text.as_bytes()).map_err(CommandError::Output)?;
     }
     let text = match args.format {
         PlanFormat::Text => {

@@ -214,9 +214,7 @@ impl RecordedHashes {
             source,
         })?;
         text.push('\n');
-        let temporary = path.with_extension("json.tmp");
-        fs_err::write(&temporary, text).map_err(io_error)?;
-        fs_err::rename(&temporary, path).map_err(io_error)?;
+        crate::local_file::write_atomic(path, text.as_bytes()).map_err(io_error)?;
         Ok(())
     }
 }

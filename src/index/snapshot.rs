@@ -109,9 +109,7 @@ impl Snapshot {
                 source,
             })?;
         text.push('\n');
-        let temporary = path.with_extension("json.tmp");
-        fs_err::write(&temporary, text)?;
-        fs_err::rename(&temporary, path)?;
+        crate::local_file::write_atomic(path, text.as_bytes())?;
         Ok(())
     }
 }

@@ -54,7 +54,11 @@ pub fn launch(node: &str, outcome: &LaunchOutcome) -> String {
 pub fn node(report: &NodeOutcome) -> String {
     let mut out = String::new();
     if let Some(lock) = &report.lock {
-        out.push_str(&format!("{}: {}\n", text_value(&report.node), text_value(lock)));
+        out.push_str(&format!(
+            "{}: {}\n",
+            text_value(&report.node),
+            text_value(lock)
+        ));
     }
     for step in &report.steps {
         let glyph = match step.outcome {
