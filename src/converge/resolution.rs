@@ -295,9 +295,13 @@ fn source_for(prepared: &Prepared) -> Result<ResolvedOn, ConvergeError> {
         Source::Snapshot(path) => ResolvedOn::Snapshot(path.clone()),
         Source::Live => ResolvedOn::Live,
         Source::Auto => {
-            let embedded = crate::index::Snapshot::embedded()?;
-            match crate::index::snapshot::covers(&embedded.universe, &prepared.manifest) {
-                Ok(()) => ResolvedOn::Embedded,
+            // Read once: when it serves, the resolution reads this very universe.
+            let embedded = super::universe_for(&prepared.path, None)?;
+            match crate::index::snapshot::covers(&embedded, &prepared.manifest) {
+                Ok(()) => {
+                    let _ = prepared.universe.set(std::sync::Arc::new(embedded));
+                    ResolvedOn::Embedded
+                }
                 Err(_) => ResolvedOn::Live,
             }
         }
