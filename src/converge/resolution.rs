@@ -228,6 +228,7 @@ pub fn lock_for(
 
 /// Resolve the manifest for `environment` as the settings say (never the lock file),
 /// stamped with the manifest's digest and inputs.
+///
 /// Nodes alike in every fact the resolver reads get the same lock: each distinct
 /// environment is resolved once a run (a fleet's nodes share it), live or not.
 pub fn resolve(
