@@ -290,6 +290,7 @@ mod tests {
             ok: (event == JournalEvent::End).then_some(true),
             environment: None,
             undoes: None,
+            benchmark: None,
         }
     }
 
