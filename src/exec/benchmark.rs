@@ -202,7 +202,7 @@ pub fn compare(benchmark: &Benchmark, baseline: f64, after: f64) -> (Verdict, Op
     (Verdict::Regressed, Some(cause))
 }
 
-/// The cause of a failed run, e.g. ``output throughput: `python3 bench.py` exited with
+/// The cause of a failed run (`when`: `baseline`, `after`, or empty for a run alone), e.g. ``output throughput: `python3 bench.py` exited with
 /// status 1: Traceback …``.
 pub fn failure_cause(benchmark: &Benchmark, when: &str, reading: &Reading) -> Option<String> {
     match reading {
@@ -214,8 +214,13 @@ pub fn failure_cause(benchmark: &Benchmark, when: &str, reading: &Reading) -> Op
             } else {
                 format!(": {}", tail.trim_end())
             };
+            let run = if when.is_empty() {
+                "the benchmark".to_string()
+            } else {
+                format!("the {when} benchmark")
+            };
             Some(format!(
-                "the {when} benchmark of {} failed: `{command}` {reason}{tail}",
+                "{run} of {} failed: `{command}` {reason}{tail}",
                 benchmark.name
             ))
         }

@@ -156,6 +156,17 @@ pub struct JournalEntry {
     pub benchmark: Option<JournalBenchmark>,
 }
 
+/// The last benchmark entry of `phase` that read a figure, e.g. the baseline the last
+/// changing apply measured.
+pub fn last_benchmark(entries: &[JournalEntry], phase: BenchmarkPhase) -> Option<&JournalEntry> {
+    entries.iter().rev().find(|entry| {
+        entry
+            .benchmark
+            .as_ref()
+            .is_some_and(|benchmark| benchmark.phase == phase)
+    })
+}
+
 /// Append `entry` to the node's journal (created root-only when missing).
 pub async fn append(transport: &Transport, entry: &JournalEntry) -> Result<(), TransportError> {
     const SCRIPT: &str = r#"set -eu
