@@ -112,7 +112,11 @@ fn run_benchmark(
         Some((entry.run.clone(), value))
     });
     let result = last.as_ref().map(|(_, value)| {
-        benchmark::result(bench, Reading::Figure { value: *value }, Some(reading.clone()))
+        benchmark::result(
+            bench,
+            Reading::Figure { value: *value },
+            Some(reading.clone()),
+        )
     });
     let ok = match &result {
         Some(result) => result.verdict == Verdict::Passed,

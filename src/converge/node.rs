@@ -686,15 +686,13 @@ impl Run<'_> {
                 unit: benchmark.unit.clone(),
                 reading: reading.clone(),
                 verdict: result.map(|result| result.verdict),
-                cause: result
-                    .and_then(|result| result.cause.clone())
-                    .or_else(|| {
-                        let when = match phase {
-                            BenchmarkPhase::Baseline => "baseline",
-                            BenchmarkPhase::After => "after",
-                        };
-                        bench::failure_cause(benchmark, when, reading)
-                    }),
+                cause: result.and_then(|result| result.cause.clone()).or_else(|| {
+                    let when = match phase {
+                        BenchmarkPhase::Baseline => "baseline",
+                        BenchmarkPhase::After => "after",
+                    };
+                    bench::failure_cause(benchmark, when, reading)
+                }),
             }),
             ..self.entry(JournalEvent::Benchmark)
         };

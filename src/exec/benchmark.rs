@@ -347,8 +347,17 @@ mod tests {
             read(&bench, &output(Some(0), text), &[]),
             Reading::Figure { value: 89.5 }
         );
-        let none = read(&bench, &output(Some(0), "token hf_secret\nno figure\n"), &["hf_secret".to_string()]);
-        let Reading::Failed { reason, status, tail } = &none else {
+        let none = read(
+            &bench,
+            &output(Some(0), "token hf_secret\nno figure\n"),
+            &["hf_secret".to_string()],
+        );
+        let Reading::Failed {
+            reason,
+            status,
+            tail,
+        } = &none
+        else {
             panic!("{none:?}")
         };
         assert!(reason.starts_with("printed no line matching"), "{reason}");
@@ -369,7 +378,11 @@ mod tests {
     fn results_name_their_verdict() {
         let bench = benchmark(Better::Higher, 5.0);
         let baseline = Reading::Figure { value: 89.5 };
-        let passed = result(&bench, baseline.clone(), Some(Reading::Figure { value: 90.0 }));
+        let passed = result(
+            &bench,
+            baseline.clone(),
+            Some(Reading::Figure { value: 90.0 }),
+        );
         assert_eq!((passed.verdict, passed.cause), (Verdict::Passed, None));
         assert_eq!(result(&bench, baseline, None).verdict, Verdict::NotRun);
     }

@@ -132,8 +132,12 @@ pub fn benchmark(node: &str, result: &BenchmarkResult) -> String {
         figure(result.tolerance_percent).trim_end_matches(".0"),
     );
     if let Some(cause) = &result.cause {
-        out.push_str(&format!("{node}: benchmark {}: {}
-", result.verdict, text_value(cause.lines().next().unwrap_or_default())));
+        out.push_str(&format!(
+            "{node}: benchmark {}: {}
+",
+            result.verdict,
+            text_value(cause.lines().next().unwrap_or_default())
+        ));
     }
     let failed = [Some(&result.baseline), result.after.as_ref()];
     for run in failed.into_iter().flatten() {
@@ -144,8 +148,11 @@ pub fn benchmark(node: &str, result: &BenchmarkResult) -> String {
                 status.map_or_else(|| "none".to_string(), |s| s.to_string())
             ));
             for line in tail.lines() {
-                out.push_str(&format!("      | {}
-", text_value(line)));
+                out.push_str(&format!(
+                    "      | {}
+",
+                    text_value(line)
+                ));
             }
         }
     }

@@ -44,22 +44,22 @@ impl Checker {
         let unit = self
             .require(&mut fields, "unit")
             .and_then(|n| self.line(n, "benchmark.unit"));
-        let better = self
-            .require(&mut fields, "better")
-            .and_then(|n| {
-                let text = self.non_empty_string(n, "benchmark.better")?;
-                match text.as_str() {
-                    "higher" => Some(Better::Higher),
-                    "lower" => Some(Better::Lower),
-                    _ => {
-                        self.error(
-                            n.span,
-                            format!("invalid `benchmark.better` `{text}`: expected `higher` or `lower`"),
-                        );
-                        None
-                    }
+        let better = self.require(&mut fields, "better").and_then(|n| {
+            let text = self.non_empty_string(n, "benchmark.better")?;
+            match text.as_str() {
+                "higher" => Some(Better::Higher),
+                "lower" => Some(Better::Lower),
+                _ => {
+                    self.error(
+                        n.span,
+                        format!(
+                            "invalid `benchmark.better` `{text}`: expected `higher` or `lower`"
+                        ),
+                    );
+                    None
                 }
-            });
+            }
+        });
         let tolerance = self.require(&mut fields, "tolerance").and_then(|n| {
             let text = self.non_empty_string(n, "benchmark.tolerance")?;
             match parse_tolerance(&text) {
