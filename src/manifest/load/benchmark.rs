@@ -106,6 +106,88 @@ fn parse_tolerance(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::parse_tolerance;
+    use crate::manifest::{Better, Section, load_str};
+
+    const HEAD: &str = "schema: 1\nname: m\ntarget:\n  python: /opt/ml-env/bin/python3\n";
+
+    fn with(benchmark: &str) -> String {
+        format!("{HEAD}benchmark:\n{benchmark}")
+    }
+
+    const GOOD: &str = "  command: [python3, bench.py, --rate, '8']\n  pattern: 'output throughput: ([0-9.]+) tok/s'\n  name: output throughput\n  unit: tok/s\n  better: higher\n  tolerance: 5%\n  timeout: 10m\n";
+
+    #[test]
+    fn a_benchmark_loads_typed() {
+        let manifest = load_str(&with(GOOD), "m.yaml", None).unwrap();
+        let benchmark = manifest.benchmark.unwrap();
+        assert_eq!(benchmark.command, ["python3", "bench.py", "--rate", "8"]);
+        assert_eq!(benchmark.better, Better::Higher);
+        assert_eq!(benchmark.tolerance_percent, 5.0);
+        assert_eq!(benchmark.timeout.as_secs(), 600);
+        assert_eq!(
+            benchmark.pattern.figure("output throughput: 89.5 tok/s"),
+            Some(89.5)
+        );
+    }
+
+    #[test]
+    fn a_bad_pattern_is_refused_at_its_line_and_column() {
+        for (pattern, why) in [
+            (
+                "'output throughput: [0-9.]+ tok/s'",
+                "it has no capture group",
+            ),
+            ("'output throughput: ([0-9.]+ tok/s'", "unclosed group"),
+            ("'(a)(b)'", "2 capture groups"),
+        ] {
+            let text = with(&GOOD.replace("'output throughput: ([0-9.]+) tok/s'", pattern));
+            let error = load_str(&text, "m.yaml", None).unwrap_err().to_string();
+            assert!(error.contains("m.yaml:7:12"), "{error}");
+            assert!(error.contains("invalid `benchmark.pattern`"), "{error}");
+            assert!(error.contains(why), "{error}");
+        }
+    }
+
+    #[test]
+    fn missing_and_wrong_fields_are_named() {
+        let text = with("  command: bench\n  better: faster\n  tolerance: 200%\n");
+        let error = load_str(&text, "m.yaml", None).unwrap_err().to_string();
+        for expected in [
+            "`pattern`",
+            "invalid `benchmark.better` `faster`",
+            "invalid `benchmark.tolerance` `200%`",
+        ] {
+            assert!(error.contains(expected), "{expected}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_diff_names_each_changed_field() {
+        let old = load_str(&with(GOOD), "old.yaml", None).unwrap();
+        let new = load_str(
+            &with(&GOOD.replace("5%", "10%").replace("10m", "20m")),
+            "new.yaml",
+            None,
+        )
+        .unwrap();
+        let drivers = crate::rules::DriverTable::embedded().unwrap();
+        let diff = crate::manifest::diff(&old, &new, "old", "new", &drivers);
+        let subjects: Vec<&str> = diff
+            .entries
+            .iter()
+            .filter(|entry| entry.section == Section::Benchmark)
+            .map(|entry| entry.subject.as_str())
+            .collect();
+        assert_eq!(subjects, ["benchmark.timeout", "benchmark.tolerance"]);
+        let removed = load_str(HEAD, "none.yaml", None).unwrap();
+        let diff = crate::manifest::diff(&old, &removed, "old", "none", &drivers);
+        assert!(
+            diff.entries
+                .iter()
+                .any(|entry| entry.section == Section::Benchmark && entry.subject == "benchmark"),
+            "{diff:?}"
+        );
+    }
 
     #[test]
     fn tolerances() {
