@@ -576,6 +576,10 @@ pub struct VerifyArgs {
     /// compared with the lock (a node that differs is named; `--locked` fails it).
     #[command(flatten)]
     pub resolution: ResolutionArgs,
+    /// Run the manifest's `benchmark` alone instead of the launch, and compare its figure
+    /// with the last baseline an apply recorded in the node's journal.
+    #[arg(long)]
+    pub benchmark: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ApplyFormat::Text)]
     pub format: ApplyFormat,

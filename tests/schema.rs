@@ -125,6 +125,7 @@ const STRUCTURAL: &[&str] = &[
     "bad-gpu-arch.yaml",
     "bad-installer.yaml",
     "bare-version.yaml",
+    "benchmark-bad-better.yaml",
     "duration-no-unit.yaml",
     "env-value-and-from-env.yaml",
     "git-without-rev.yaml",

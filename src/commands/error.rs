@@ -143,6 +143,12 @@ pub enum CommandError {
         /// The manifest.
         path: std::path::PathBuf,
     },
+    /// `verify --benchmark` with a manifest that has no `benchmark` section.
+    #[error("Failed to run the benchmark: `{}` has no `benchmark` section", path.display())]
+    NoBenchmark {
+        /// The manifest.
+        path: std::path::PathBuf,
+    },
     /// Another apply holds the node.
     #[error(transparent)]
     Locked(crate::exec::node_lock::NodeLockError),
@@ -248,6 +254,7 @@ impl CommandError {
             | Self::Inventory(_)
             | Self::Refused(_)
             | Self::NoVerify { .. }
+            | Self::NoBenchmark { .. }
             | Self::OutputExists { .. }
             | Self::Drain(_)
             | Self::Installer(_)

@@ -8,7 +8,7 @@ use crate::cli::{ApplyFormat, StatusArgs};
 use crate::commands::node::{self, NodeChoice, hash_command};
 use crate::commands::{CommandError, ExitStatus, runtime};
 use crate::converge::{self, Prepared};
-use crate::exec::journal::{self, JournalEntry, JournalEvent};
+use crate::exec::journal::{self, BenchmarkPhase, JournalBenchmark, JournalEntry, JournalEvent};
 use crate::exec::{self};
 use crate::printer::Printer;
 use crate::report::{self, text_value};
@@ -37,6 +37,32 @@ struct Status {
     pending: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_run: Option<LastRun>,
+    /// The manifest's benchmark as the journal last recorded it; `None` when the
+    /// manifest has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    benchmark: Option<BenchmarkStatus>,
+}
+
+/// The journal's last baseline and last result after a change.
+#[derive(Debug, Serialize)]
+struct BenchmarkStatus {
+    name: String,
+    /// `None`: no apply has measured one on this node.
+    baseline: Option<JournalBenchmark>,
+    last: Option<JournalBenchmark>,
+}
+
+impl BenchmarkStatus {
+    fn from_journal(name: &str, entries: &[JournalEntry]) -> Self {
+        let last = |phase| {
+            journal::last_benchmark(entries, phase).and_then(|entry| entry.benchmark.clone())
+        };
+        Self {
+            name: name.to_string(),
+            baseline: last(BenchmarkPhase::Baseline),
+            last: last(BenchmarkPhase::After),
+        }
+    }
 }
 
 /// The journal's last run: its entries from the last start on.
@@ -104,6 +130,11 @@ async fn node_status(
             .filter(|step| step.action != Action::NoOp)
             .map(|step| step.kind.to_string())
             .collect(),
+        benchmark: prepared
+            .manifest
+            .benchmark
+            .as_ref()
+            .map(|benchmark| BenchmarkStatus::from_journal(&benchmark.name, &entries)),
         last_run: last_run(entries),
     })
 }
@@ -270,6 +301,44 @@ fn render(status: &Status) -> String {
             }
         }
     }
+    if let Some(benchmark) = &status.benchmark {
+        out.push_str(&render_benchmark(&node, benchmark));
+    }
+    out
+}
+
+/// The benchmark's last baseline and last result, e.g. `node0: benchmark output
+/// throughput: baseline 89.5 tok/s; last after a change 84.0 tok/s, regressed: …`.
+fn render_benchmark(node: &str, benchmark: &BenchmarkStatus) -> String {
+    let name = text_value(&benchmark.name);
+    let Some(baseline) = &benchmark.baseline else {
+        return format!(
+            "{node}: benchmark {name}: no baseline yet (an apply that changes the node measures one)\n"
+        );
+    };
+    let mut out = format!(
+        "{node}: benchmark {name}: baseline {}",
+        report::apply::reading(&baseline.reading, &baseline.unit)
+    );
+    match &benchmark.last {
+        Some(last) => {
+            out.push_str(&format!(
+                "; last after a change {}",
+                report::apply::reading(&last.reading, &last.unit)
+            ));
+            if let Some(verdict) = last.verdict {
+                out.push_str(&format!(", {verdict}"));
+            }
+            if let Some(cause) = &last.cause {
+                out.push_str(&format!(
+                    ": {}",
+                    text_value(cause.lines().next().unwrap_or_default())
+                ));
+            }
+        }
+        None => out.push_str("; no result after a change yet"),
+    }
+    out.push('\n');
     out
 }
 
@@ -290,6 +359,7 @@ mod tests {
             ok: (event == JournalEvent::End).then_some(true),
             environment: None,
             undoes: None,
+            benchmark: None,
         }
     }
 

@@ -1,5 +1,7 @@
 //! `upgrade verify MANIFEST (--local | --host H)`: the verification launch alone, e.g.
-//! after a reboot or a driver update, without touching the stack.
+//! after a reboot or a driver update, without touching the stack. With `--benchmark`,
+//! the manifest's benchmark alone instead, its figure compared with the last baseline
+//! an apply recorded in the node's journal (or said to have none).
 //!
 //! Where the run has a lock without resolving (the lock file beside the manifest, or
 //! `--lock`, `--locked`, `--frozen`), the node's packages are compared with it first: a
@@ -61,9 +63,127 @@ async fn lock_differs(
         .map(|step| step.reason.clone()))
 }
 
+/// `verify --benchmark`: what it read, and how it compares with the journal's last
+/// baseline.
+#[derive(Debug, serde::Serialize)]
+struct BenchmarkCheck {
+    node: String,
+    /// The last baseline with a figure, and the run that measured it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_run: Option<String>,
+    result: Option<exec::benchmark::BenchmarkResult>,
+    reading: exec::benchmark::Reading,
+}
+
+/// Run the benchmark alone and compare it with the last baseline.
+fn run_benchmark(
+    args: &VerifyArgs,
+    manifest: &manifest::Manifest,
+    secrets: &[String],
+    printer: &mut Printer,
+) -> Result<ExitStatus, CommandError> {
+    use exec::benchmark::{self, Reading, Verdict};
+    use exec::journal::{self, BenchmarkPhase};
+    let bench = manifest
+        .benchmark
+        .as_ref()
+        .ok_or_else(|| CommandError::NoBenchmark {
+            path: args.manifest.clone(),
+        })?;
+    let selection = node::selection(&args.node, &args.ssh);
+    printer.progress(&format!(
+        "benchmark — {} (`{}`)",
+        bench.name,
+        crate::shell::join(&bench.command)
+    ));
+    let (node, entries, reading) = runtime()?.block_on(async {
+        let transport = exec::connect(&selection).await?;
+        let entries = journal::read_last(&transport)
+            .await
+            .map_err(exec::ExecError::from)?;
+        let reading = benchmark::run(&transport, bench, secrets).await?;
+        Ok::<_, CommandError>((transport.name().to_string(), entries, reading))
+    })?;
+    printer.progress_done();
+    let last = journal::last_benchmark(&entries, BenchmarkPhase::Baseline).and_then(|entry| {
+        let value = entry.benchmark.as_ref()?.reading.value()?;
+        Some((entry.run.clone(), value))
+    });
+    let result = last.as_ref().map(|(_, value)| {
+        benchmark::result(
+            bench,
+            Reading::Figure { value: *value },
+            Some(reading.clone()),
+        )
+    });
+    let ok = match &result {
+        Some(result) => result.verdict == Verdict::Passed,
+        None => reading.value().is_some(),
+    };
+    let check = BenchmarkCheck {
+        node,
+        baseline: last.as_ref().map(|(_, value)| *value),
+        baseline_run: last.map(|(run, _)| run),
+        result,
+        reading,
+    };
+    let text = match args.format {
+        ApplyFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&check)
+                .map_err(|error| CommandError::Output(error.into()))?;
+            text.push('\n');
+            text
+        }
+        ApplyFormat::Text => match &check.result {
+            Some(result) => report::apply::benchmark(&check.node, result),
+            None => {
+                let mut text = format!(
+                    "{}: benchmark {}: {} — the journal holds no baseline to compare with (an apply that changes the node measures one)\n",
+                    report::text_value(&check.node),
+                    report::text_value(&bench.name),
+                    report::apply::reading(&check.reading, &bench.unit),
+                );
+                if let Some(cause) = benchmark::failure_cause(bench, "", &check.reading) {
+                    text.push_str(&format!(
+                        "{}: benchmark failed: {}\n",
+                        report::text_value(&check.node),
+                        report::text_value(cause.lines().next().unwrap_or_default())
+                    ));
+                }
+                text
+            }
+        },
+    };
+    printer.out(&text).map_err(CommandError::Output)?;
+    Ok(if ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// The secret values of the manifest's env block the controller knows: the launch's
+/// and the benchmark's output show them as `***`.
+fn secrets(manifest: &manifest::Manifest) -> Vec<String> {
+    manifest
+        .env
+        .iter()
+        .filter(|var| var.secret)
+        .filter_map(|var| match &var.value {
+            crate::manifest::EnvValue::Literal(value) => Some(value.clone()),
+            crate::manifest::EnvValue::FromEnv(name) => crate::settings::env::var(name),
+        })
+        .collect()
+}
+
 /// Launch, watch, judge, stop.
 pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, CommandError> {
     let manifest = manifest::load_file(&args.manifest)?;
+    if args.benchmark {
+        return run_benchmark(args, &manifest, &secrets(&manifest), printer);
+    }
     let verify = manifest
         .verify
         .clone()
@@ -75,15 +195,7 @@ pub fn run(args: &VerifyArgs, printer: &mut Printer) -> Result<ExitStatus, Comma
         pid_file: PathBuf::from(PID_FILE),
         python: manifest.target.python.clone(),
         // Values the server may print: whatever of them the controller knows.
-        secrets: manifest
-            .env
-            .iter()
-            .filter(|var| var.secret)
-            .filter_map(|var| match &var.value {
-                crate::manifest::EnvValue::Literal(value) => Some(value.clone()),
-                crate::manifest::EnvValue::FromEnv(name) => crate::settings::env::var(name),
-            })
-            .collect(),
+        secrets: secrets(&manifest),
         // No node lock is held here: a recorded server may be another run's.
         stop_earlier: false,
     };

@@ -9,8 +9,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::exec::benchmark::{self as bench, BenchmarkResult, Reading, Verdict};
 use crate::exec::environment;
-use crate::exec::journal::{self, JournalEntry, JournalEvent, JournalStep, WrittenFile};
+use crate::exec::journal::{
+    self, BenchmarkPhase, JournalBenchmark, JournalEntry, JournalEvent, JournalStep, WrittenFile,
+};
 use crate::exec::launch::{LaunchOutcome, LaunchSpec, PID_FILE, launch};
 use crate::exec::node_lock::{LockHolder, NodeLock};
 use crate::exec::{ApplyContext, Reporter, StepFailure, StepOutcome, apply_step_writing};
@@ -57,6 +60,10 @@ pub struct NodeOutcome {
     /// The verification launch, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<LaunchOutcome>,
+    /// The manifest's benchmark, when the node was changed: its baseline, its figure
+    /// after the verification and the verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<BenchmarkResult>,
     /// Where the installed lock came from where it tells something, e.g. `lock:
     /// manifests/x.lock.json (fresh)`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -256,6 +263,7 @@ pub async fn converge_probed(
             ok: true,
             steps,
             verification: None,
+            benchmark: None,
             lock: origin,
             round_trips: transport.round_trips(),
             seconds: started.elapsed().as_secs_f64(),
@@ -307,6 +315,11 @@ fn failure_reason(outcome: &NodeOutcome) -> String {
     if let Some(step) = outcome.steps.iter().find(|step| step.outcome == "failed") {
         return format!("step {} failed", step.kind);
     }
+    if let Some(benchmark) = &outcome.benchmark
+        && matches!(benchmark.verdict, Verdict::Regressed | Verdict::Failed)
+    {
+        return format!("benchmark {}", benchmark.verdict);
+    }
     if outcome
         .rollout
         .service
@@ -355,6 +368,7 @@ impl Run<'_> {
             ok: None,
             environment: None,
             undoes: None,
+            benchmark: None,
         }
     }
 
@@ -397,7 +411,9 @@ impl Run<'_> {
     ) -> Result<NodeOutcome, ConvergeError> {
         let mut outcome = self.execute(plan, lock, closes_open_run).await?;
         self.start_service(&mut outcome).await?;
-        if !outcome.ok && self.options.rollback_on_failure {
+        // A node stopped before its first step (its baseline benchmark failed) has
+        // nothing of this run to undo.
+        if !outcome.ok && self.options.rollback_on_failure && !outcome.steps.is_empty() {
             let node = self.transport.name();
             self.reporter.step(&format!(
                 "{node}: rollback — undoing this run from the journal"
@@ -541,7 +557,44 @@ impl Run<'_> {
         if closes_open_run {
             self.journal_start(&mut journaled).await?;
         }
-        let outcome = self.steps_and_launch(plan, lock, &mut journaled).await?;
+        // The workload as the node runs it now, before the first change; a node that
+        // will not change runs none.
+        let benchmark = self
+            .prepared
+            .manifest
+            .benchmark
+            .as_ref()
+            .filter(|_| !plan.is_converged());
+        let baseline = match benchmark {
+            Some(benchmark) => {
+                self.journal_start(&mut journaled).await?;
+                let reading = self.benchmark(benchmark, "baseline").await?;
+                self.journal_benchmark(benchmark, BenchmarkPhase::Baseline, &reading, None)
+                    .await?;
+                Some((benchmark, reading))
+            }
+            None => None,
+        };
+        let outcome = match &baseline {
+            Some((benchmark, reading @ Reading::Failed { .. })) => NodeOutcome {
+                node: self.transport.name().to_string(),
+                ok: false,
+                steps: Vec::new(),
+                verification: None,
+                benchmark: Some(bench::result(benchmark, reading.clone(), None)),
+                lock: None,
+                round_trips: self.transport.round_trips(),
+                seconds: self.started.elapsed().as_secs_f64(),
+                rollout: Rollout::default(),
+            },
+            _ => self.steps_and_launch(plan, lock, &mut journaled).await?,
+        };
+        let outcome = match baseline {
+            Some((benchmark, baseline @ Reading::Figure { .. })) => {
+                self.benchmark_after(benchmark, baseline, outcome).await?
+            }
+            _ => outcome,
+        };
         if journaled {
             let end = JournalEntry {
                 ok: Some(outcome.ok),
@@ -601,6 +654,77 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// Run the manifest's benchmark once (`when`: `baseline` or `after`, for progress).
+    async fn benchmark(
+        &self,
+        benchmark: &crate::manifest::Benchmark,
+        when: &str,
+    ) -> Result<Reading, ConvergeError> {
+        let node = self.transport.name();
+        self.reporter.step(&format!(
+            "{node}: benchmark — {} {when} (`{}`)",
+            benchmark.name,
+            crate::shell::join(&benchmark.command)
+        ));
+        let reading = bench::run(self.transport, benchmark, &self.options.context.secrets).await;
+        self.reporter.done();
+        Ok(reading?)
+    }
+
+    /// Journal one run of the benchmark.
+    async fn journal_benchmark(
+        &self,
+        benchmark: &crate::manifest::Benchmark,
+        phase: BenchmarkPhase,
+        reading: &Reading,
+        result: Option<&BenchmarkResult>,
+    ) -> Result<(), ConvergeError> {
+        let entry = JournalEntry {
+            benchmark: Some(JournalBenchmark {
+                phase,
+                name: benchmark.name.clone(),
+                unit: benchmark.unit.clone(),
+                reading: reading.clone(),
+                verdict: result.map(|result| result.verdict),
+                cause: result.and_then(|result| result.cause.clone()).or_else(|| {
+                    let when = match phase {
+                        BenchmarkPhase::Baseline => "baseline",
+                        BenchmarkPhase::After => "after",
+                    };
+                    bench::failure_cause(benchmark, when, reading)
+                }),
+            }),
+            ..self.entry(JournalEvent::Benchmark)
+        };
+        journal::append(self.transport, &entry)
+            .await
+            .map_err(ConvergeError::from)
+    }
+
+    /// The benchmark again once the steps and the verification passed, compared with
+    /// `baseline`: a figure worse beyond the tolerance, or a run that fails, fails the
+    /// node. A node that failed before keeps its baseline alone (`not run`).
+    async fn benchmark_after(
+        &self,
+        benchmark: &crate::manifest::Benchmark,
+        baseline: Reading,
+        mut outcome: NodeOutcome,
+    ) -> Result<NodeOutcome, ConvergeError> {
+        if !outcome.ok {
+            outcome.benchmark = Some(bench::result(benchmark, baseline, None));
+            return Ok(outcome);
+        }
+        let after = self.benchmark(benchmark, "after").await?;
+        let result = bench::result(benchmark, baseline, Some(after.clone()));
+        self.journal_benchmark(benchmark, BenchmarkPhase::After, &after, Some(&result))
+            .await?;
+        if result.verdict != Verdict::Passed {
+            outcome.ok = false;
+        }
+        outcome.benchmark = Some(result);
+        Ok(outcome)
+    }
+
     /// Journal the run's start before its first change.
     async fn journal_start(&self, journaled: &mut bool) -> Result<(), ConvergeError> {
         if !*journaled {
@@ -633,6 +757,7 @@ impl Run<'_> {
             ok,
             steps,
             verification,
+            benchmark: None,
             lock: None,
             round_trips: transport.round_trips(),
             seconds: started.elapsed().as_secs_f64(),

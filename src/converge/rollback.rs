@@ -200,6 +200,7 @@ async fn undo(
             ok: Some(outcome.ok),
             environment: None,
             undoes: Some(run.to_string()),
+            benchmark: None,
         };
         journal::append(transport, &entry).await?;
     }

@@ -31,6 +31,38 @@ pub enum JournalEvent {
     Environment,
     /// A rollback undid the run named in `undoes`.
     RolledBack,
+    /// The manifest's benchmark ran (`benchmark`): the baseline before the run's first
+    /// change, or the run after its verification with the verdict.
+    Benchmark,
+}
+
+/// Which of an apply's two benchmark runs an entry records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BenchmarkPhase {
+    /// Before the first change: what the node did as it was.
+    Baseline,
+    /// After the verification: what the changed node does.
+    After,
+}
+
+/// A benchmark entry, e.g. the baseline `output throughput` `89.5` `tok/s`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalBenchmark {
+    /// Which run.
+    pub phase: BenchmarkPhase,
+    /// What the figure is, e.g. `output throughput`.
+    pub name: String,
+    /// e.g. `tok/s`.
+    pub unit: String,
+    /// What the run read (its output's tail masked).
+    pub reading: crate::exec::benchmark::Reading,
+    /// For the run after: how it compares with the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::exec::benchmark::Verdict>,
+    /// Why it did not pass, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
 }
 
 /// The Python environment before a run changed it: its packages as `pip freeze --all`
@@ -90,7 +122,7 @@ pub struct JournalStep {
 }
 
 /// One line of the journal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JournalEntry {
     /// The run, e.g. `1796241671-4242` (start time and controller pid).
     pub run: String,
@@ -119,6 +151,20 @@ pub struct JournalEntry {
     /// For a rolled-back entry: the run that was undone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub undoes: Option<String>,
+    /// For a benchmark entry: the run and what it read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<JournalBenchmark>,
+}
+
+/// The last benchmark entry of `phase` that read a figure, e.g. the baseline the last
+/// changing apply measured.
+pub fn last_benchmark(entries: &[JournalEntry], phase: BenchmarkPhase) -> Option<&JournalEntry> {
+    entries.iter().rev().find(|entry| {
+        entry
+            .benchmark
+            .as_ref()
+            .is_some_and(|benchmark| benchmark.phase == phase)
+    })
 }
 
 /// Append `entry` to the node's journal (created root-only when missing).
@@ -198,6 +244,7 @@ mod tests {
             ok: None,
             environment: None,
             undoes: None,
+            benchmark: None,
         };
         let text = serde_json::to_string(&entry).unwrap();
         assert!(

@@ -4,6 +4,7 @@
 //! verification launch) run here too. Everything before the executor is pure.
 
 mod apply;
+pub mod benchmark;
 pub mod build_requirements;
 pub mod environment;
 mod error;

@@ -161,6 +161,9 @@ pub struct FleetNode {
     /// The verification launch, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<LaunchOutcome>,
+    /// The manifest's benchmark, when the node was changed: baseline, after, verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<crate::exec::benchmark::BenchmarkResult>,
     /// Its drain, the rollback of a failure, its production service.
     #[serde(flatten)]
     pub rollout: Rollout,
@@ -234,6 +237,7 @@ fn ended(
         round_trips: 0,
         steps: Vec::new(),
         verification: None,
+        benchmark: None,
         rollout: Rollout::default(),
     }
 }
@@ -279,6 +283,13 @@ fn from_outcome(outcome: NodeOutcome) -> FleetNode {
         (None, Some(verification)) => cause::of_verification(verification),
         _ => (None, None),
     };
+    // A benchmark that failed the node after a good verification is its cause.
+    let (cause, detail) = match (cause, &outcome.benchmark) {
+        (None, Some(benchmark)) if benchmark.cause.is_some() => {
+            (benchmark.cause.clone(), benchmark.cause.clone())
+        }
+        other => (other.0, detail),
+    };
     let time_to_ready_ms = match &outcome.verification {
         Some(LaunchOutcome::Ready { time_to_ready, .. }) => Some(time_to_ready.as_millis()),
         _ => None,
@@ -300,6 +311,7 @@ fn from_outcome(outcome: NodeOutcome) -> FleetNode {
         round_trips: outcome.round_trips,
         steps: outcome.steps,
         verification: outcome.verification,
+        benchmark: outcome.benchmark,
         rollout: outcome.rollout,
     }
 }
@@ -482,6 +494,7 @@ fn not_started(host: &str, reason: &str) -> FleetNode {
         round_trips: 0,
         steps: Vec::new(),
         verification: None,
+        benchmark: None,
         rollout: Rollout::default(),
     }
 }

@@ -14,6 +14,7 @@ use super::model::*;
 use crate::rules::DriverTable;
 use crate::shell;
 
+mod benchmark;
 mod packages;
 pub(crate) use packages::direction;
 use packages::{diff_packages, diff_pins};
@@ -42,6 +43,8 @@ pub enum Section {
     Env,
     /// `verify`.
     Verify,
+    /// `benchmark`.
+    Benchmark,
     /// The closure of the two resolutions (the locks), compared.
     Resolution,
     /// Rules a change newly triggers.
@@ -62,6 +65,7 @@ impl Section {
             Self::Ldconfig => "ldconfig",
             Self::Env => "Environment",
             Self::Verify => "Verification launch",
+            Self::Benchmark => "Benchmark",
             Self::Resolution => "Resolution (locked closure, offline)",
             Self::Hazards => "Hazards",
         }
@@ -255,6 +259,7 @@ pub fn diff(
     diff_ldconfig(&mut builder, old.ldconfig.as_ref(), new.ldconfig.as_ref());
     diff_env(&mut builder, &old.env, &new.env);
     diff_verify(&mut builder, old.verify.as_ref(), new.verify.as_ref());
+    benchmark::diff_benchmark(&mut builder, old.benchmark.as_ref(), new.benchmark.as_ref());
     let mut entries = builder.entries;
     entries.sort_by_key(|entry| entry.section);
     ManifestDiff {

@@ -7,7 +7,8 @@
 //! This file reads the text and holds the [`Checker`] with the checks every section
 //! shares (types, strings, paths, unknown keys); each top-level section has its
 //! validator in its own file under `load/` (`target`, `toolkit`, `indexes`, `packages`,
-//! `pins` for `overrides` and `constraints`, `ldconfig`, `env`, `verify`, `rules`), an
+//! `pins` for `overrides` and `constraints`, `ldconfig`, `env`, `verify`, `service`,
+//! `benchmark`, `rules`), an
 //! `impl Checker` block that [`Checker::manifest`] calls. A new section is a new file,
 //! a key in `TOP_KEYS` and one line in `manifest`.
 
@@ -29,6 +30,7 @@ use crate::cuda::{CudaVersion, CudaWheelPolicy, DriverVersion, GpuArch};
 use crate::shell;
 use crate::text::unsafe_kind;
 
+mod benchmark;
 mod consistency;
 mod env;
 mod indexes;
@@ -339,6 +341,7 @@ const TOP_KEYS: &[&str] = &[
     "env",
     "verify",
     "service",
+    "benchmark",
 ];
 
 struct Checker {
@@ -714,6 +717,9 @@ impl Checker {
             .unwrap_or_default();
         let verify = fields.take("verify").and_then(|node| self.verify(node));
         let service = fields.take("service").and_then(|node| self.service(node));
+        let benchmark = fields
+            .take("benchmark")
+            .and_then(|node| self.benchmark(node));
         self.finish(fields);
 
         self.check_references(&indexes, &packages);
@@ -738,6 +744,7 @@ impl Checker {
             env,
             verify,
             service,
+            benchmark,
         })
     }
 }

@@ -58,6 +58,9 @@ pub struct Manifest {
     pub verify: Option<Verify>,
     /// How the node's production service is started again after the verification.
     pub service: Option<Service>,
+    /// The workload measured before and after an apply changes the node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<Benchmark>,
 }
 
 /// When the resolver may choose a pre-release or dev release (`prereleases:`).
@@ -369,6 +372,106 @@ pub struct Verify {
     pub health: Option<String>,
     /// Leave the server running after a successful verification.
     pub keep_running: bool,
+}
+
+/// The workload measured on the node before an apply's first change and again after
+/// its verification (`benchmark:`): a figure worse than the baseline beyond the
+/// tolerance fails the node, e.g. `output throughput` in `tok/s`, higher is better,
+/// within `5%`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Benchmark {
+    /// The program and its arguments, run on the node as the launch is, e.g. `[python3,
+    /// -m, sglang.bench_serving, …]`.
+    pub command: Vec<String>,
+    /// Reads the figure from the command's output: its one capture group, e.g.
+    /// `output throughput: ([0-9.]+) tok/s`.
+    pub pattern: FigurePattern,
+    /// What the figure is, e.g. `output throughput`.
+    pub name: String,
+    /// Its unit, e.g. `tok/s`.
+    pub unit: String,
+    /// Which way is better, e.g. `higher`.
+    pub better: Better,
+    /// How much worse than the baseline still passes, in percent, e.g. `5.0`.
+    pub tolerance_percent: f64,
+    /// How long the command may run, e.g. `10m`.
+    #[serde(serialize_with = "serialize_duration")]
+    pub timeout: Duration,
+}
+
+/// A benchmark's pattern, compiled when the manifest is loaded, with exactly one
+/// capture group, e.g. `output throughput: ([0-9.]+) tok/s`.
+#[derive(Debug, Clone)]
+pub struct FigurePattern(regex::Regex);
+
+impl FigurePattern {
+    /// A pattern with one capture group; `Err` says why not, e.g. `it has no capture
+    /// group`.
+    pub fn new(text: &str) -> Result<Self, String> {
+        let regex = regex::Regex::new(text).map_err(|error| {
+            // The parser's message draws the pattern with a caret; its `error:` line says it.
+            let message = error.to_string();
+            message
+                .lines()
+                .find_map(|line| line.trim().strip_prefix("error: "))
+                .map_or_else(|| message.clone(), str::to_string)
+        })?;
+        match regex.captures_len() {
+            2 => Ok(Self(regex)),
+            1 => Err("it has no capture group: wrap the number in `( )`".to_string()),
+            n => Err(format!(
+                "it has {} capture groups, and the figure is read from exactly one (use `(?: )` for the others)",
+                n - 1
+            )),
+        }
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    /// The figure in `output`: the capture of the last line that matches, read as a
+    /// number; `None` when no line matches or the capture is not a number.
+    pub fn figure(&self, output: &str) -> Option<f64> {
+        output
+            .lines()
+            .rev()
+            .filter_map(|line| self.0.captures(line))
+            .find_map(|captures| captures.get(1)?.as_str().trim().parse::<f64>().ok())
+            .filter(|value| value.is_finite())
+    }
+}
+
+impl PartialEq for FigurePattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Serialize for FigurePattern {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Which way a benchmark's figure is better, e.g. `higher` for a throughput.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// A throughput: less is a regression.
+    Higher,
+    /// A latency: more is a regression.
+    Lower,
+}
+
+impl fmt::Display for Better {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Higher => "higher",
+            Self::Lower => "lower",
+        })
+    }
 }
 
 /// The node's production service, started again once the verification server stopped

@@ -85,6 +85,10 @@ pub struct NodePlan {
     pub steps: Vec<Step>,
     /// The verification launch that ends `apply`.
     pub verify: Option<Verify>,
+    /// The benchmark `apply` runs before the first change and after the verification;
+    /// `None` when the manifest has none or the node is already converged (nothing
+    /// changes, nothing is measured).
+    pub benchmark: Option<crate::manifest::Benchmark>,
     /// What the pip step does to each package; `None` when the manifest does not
     /// manage the environment's packages.
     pub packages: Option<PackageDiff>,
@@ -291,11 +295,13 @@ pub fn plan_node(input: &PlanInput<'_>) -> Result<NodePlan, PlanError> {
             manifest.target.env_scope,
         ));
     }
+    let changes = steps.iter().any(|step| step.action != Action::NoOp);
     Ok(NodePlan {
         node: node.to_string(),
         manifest: manifest.name.clone(),
         steps,
         verify: manifest.verify.clone(),
+        benchmark: manifest.benchmark.clone().filter(|_| changes),
         packages,
         warnings: warnings::warnings(manifest, facts),
     })

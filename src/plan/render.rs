@@ -85,6 +85,19 @@ pub fn text(plan: &NodePlan, verbose: bool) -> String {
             }
         );
     }
+    if let Some(benchmark) = &plan.benchmark {
+        let _ = writeln!(
+            out,
+            "  benchmark: {} ; {} in {} read by {:?}, {} is better, tolerance {} %, within {}; before the first change and after the verification",
+            text_value(&shell::join(&benchmark.command)),
+            text_value(&benchmark.name),
+            text_value(&benchmark.unit),
+            text_value(benchmark.pattern.as_str()),
+            benchmark.better,
+            crate::exec::benchmark::figure(benchmark.tolerance_percent).trim_end_matches(".0"),
+            crate::manifest::format_duration(benchmark.timeout),
+        );
+    }
     let blocked = plan.blocked();
     if !blocked.is_empty() {
         let _ = writeln!(
@@ -172,6 +185,15 @@ pub fn json(plan: &NodePlan) -> serde_json::Value {
             "log": verify.log,
             "ready": verify.ready,
             "timeout": crate::manifest::format_duration(verify.timeout),
+        })),
+        "benchmark": plan.benchmark.as_ref().map(|benchmark| value!({
+            "command": benchmark.command,
+            "pattern": benchmark.pattern.as_str(),
+            "name": benchmark.name,
+            "unit": benchmark.unit,
+            "better": benchmark.better,
+            "tolerance_percent": benchmark.tolerance_percent,
+            "timeout": crate::manifest::format_duration(benchmark.timeout),
         })),
     })
 }

@@ -1,7 +1,9 @@
 //! Text output of `apply` and `verify`: each step's outcome, the failing command's
-//! output tail and the verification launch, every value escaped for the terminal.
+//! output tail, the verification launch and the benchmark's figures, every value
+//! escaped for the terminal.
 
 use crate::converge::NodeOutcome;
+use crate::exec::benchmark::{BenchmarkResult, Reading, figure};
 use crate::exec::launch::LaunchOutcome;
 
 use super::text_value;
@@ -89,6 +91,9 @@ pub fn node(report: &NodeOutcome) -> String {
     if let Some(outcome) = &report.verification {
         out.push_str(&launch(&report.node, outcome));
     }
+    if let Some(result) = &report.benchmark {
+        out.push_str(&benchmark(&report.node, result));
+    }
     out.push_str(&rollout(&report.node, &report.rollout));
     out.push_str(&format!(
         "{}: {} in {:.1}s, {} round trips\n",
@@ -97,6 +102,60 @@ pub fn node(report: &NodeOutcome) -> String {
         report.seconds,
         report.round_trips
     ));
+    out
+}
+
+/// A figure with its unit, or why there is none, e.g. `89.5 tok/s`.
+pub fn reading(reading: &Reading, unit: &str) -> String {
+    match reading {
+        Reading::Figure { value } => format!("{} {}", figure(*value), text_value(unit)),
+        Reading::Failed { reason, .. } => format!("none ({})", text_value(reason)),
+    }
+}
+
+/// The benchmark's baseline, figure after and verdict, then the cause and the failed
+/// run's output, e.g. `node0: benchmark output throughput: 89.5 tok/s baseline, 89.7
+/// tok/s after — passed (higher is better, tolerance 5 %)`.
+pub fn benchmark(node: &str, result: &BenchmarkResult) -> String {
+    let node = text_value(node);
+    let after = result.after.as_ref().map_or_else(
+        || "not run after".to_string(),
+        |after| format!("{} after", reading(after, &result.unit)),
+    );
+    let mut out = format!(
+        "{node}: benchmark {}: {} baseline, {after} — {} ({} is better, tolerance {} %)
+",
+        text_value(&result.name),
+        reading(&result.baseline, &result.unit),
+        result.verdict,
+        result.better,
+        figure(result.tolerance_percent).trim_end_matches(".0"),
+    );
+    if let Some(cause) = &result.cause {
+        out.push_str(&format!(
+            "{node}: benchmark {}: {}
+",
+            result.verdict,
+            text_value(cause.lines().next().unwrap_or_default())
+        ));
+    }
+    let failed = [Some(&result.baseline), result.after.as_ref()];
+    for run in failed.into_iter().flatten() {
+        if let Reading::Failed { status, tail, .. } = run {
+            out.push_str(&format!(
+                "      exit status: {}
+",
+                status.map_or_else(|| "none".to_string(), |s| s.to_string())
+            ));
+            for line in tail.lines() {
+                out.push_str(&format!(
+                    "      | {}
+",
+                    text_value(line)
+                ));
+            }
+        }
+    }
     out
 }
 
