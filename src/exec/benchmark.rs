@@ -95,9 +95,7 @@ pub struct BenchmarkResult {
 }
 
 /// A figure as the reports write it: `89.5`, `84.0`, `1200.0`.
-pub fn figure(value: f64) -> String {
-    format!("{value:?}")
-}
+pub use crate::manifest::figure_text as figure;
 
 /// A percentage as the reports write it: `5`, `6.1`.
 fn percent(value: f64) -> String {

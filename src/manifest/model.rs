@@ -570,3 +570,15 @@ fn serialize_duration<S: serde::Serializer>(
 ) -> Result<S::Ok, S::Error> {
     serializer.collect_str(&format_duration(*value))
 }
+
+/// A figure as reports write it: `89.5`, `84.0`, `1200.0`; the one spelling of a
+/// benchmark's figures and tolerance.
+pub fn figure_text(value: f64) -> String {
+    format!("{value:?}")
+}
+
+/// A tolerance as reports write it, without its `%`: `5`, `2.5`.
+pub fn tolerance_text(percent: f64) -> String {
+    let text = figure_text(percent);
+    text.strip_suffix(".0").map_or(text.clone(), str::to_string)
+}

@@ -94,7 +94,7 @@ pub fn text(plan: &NodePlan, verbose: bool) -> String {
             text_value(&benchmark.unit),
             text_value(benchmark.pattern.as_str()),
             benchmark.better,
-            crate::exec::benchmark::figure(benchmark.tolerance_percent).trim_end_matches(".0"),
+            crate::manifest::tolerance_text(benchmark.tolerance_percent),
             crate::manifest::format_duration(benchmark.timeout),
         );
     }

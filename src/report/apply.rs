@@ -129,7 +129,7 @@ pub fn benchmark(node: &str, result: &BenchmarkResult) -> String {
         reading(&result.baseline, &result.unit),
         result.verdict,
         result.better,
-        figure(result.tolerance_percent).trim_end_matches(".0"),
+        crate::manifest::tolerance_text(result.tolerance_percent),
     );
     if let Some(cause) = &result.cause {
         out.push_str(&format!(

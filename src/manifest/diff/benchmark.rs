@@ -7,10 +7,7 @@ use super::*;
 
 /// A tolerance as the diff shows it, e.g. `5%`.
 fn tolerance(benchmark: &Benchmark) -> String {
-    format!(
-        "{}%",
-        crate::exec::benchmark::figure(benchmark.tolerance_percent).trim_end_matches(".0")
-    )
+    format!("{}%", tolerance_text(benchmark.tolerance_percent))
 }
 
 pub(super) fn diff_benchmark(
