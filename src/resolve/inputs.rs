@@ -54,9 +54,9 @@ pub struct InputIndex {
 pub struct InputPackage {
     /// Normalized name, e.g. `sgl-kernel`.
     pub name: Line,
-    /// The specifiers, e.g. `==0.3.21`; empty for any version or a git source.
-    #[serde(default, skip_serializing_if = "str::is_empty")]
-    pub specifiers: String,
+    /// The specifiers, e.g. `==0.3.21`; none for any version or a git source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub specifiers: Option<Line>,
     /// The index it is pinned to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<Line>,
@@ -138,7 +138,7 @@ impl LockInputs {
                 };
                 InputPackage {
                     name: line(&package.name),
-                    specifiers: line(specifiers).to_string(),
+                    specifiers: Some(line(specifiers)).filter(|text| !text.is_empty()),
                     index,
                     extras: package.extras.iter().map(line).collect(),
                     git,
@@ -263,8 +263,11 @@ impl LockInputs {
 fn describe_package(package: &InputPackage) -> String {
     let mut text = match &package.git {
         Some(git) => format!("git {git}"),
-        None if package.specifiers.is_empty() => "any version".to_string(),
-        None => package.specifiers.clone(),
+        None => package
+            .specifiers
+            .as_deref()
+            .unwrap_or("any version")
+            .to_string(),
     };
     if !package.extras.is_empty() {
         let extras: Vec<&str> = package.extras.iter().map(Line::as_str).collect();
